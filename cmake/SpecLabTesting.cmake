@@ -1,0 +1,174 @@
+# Test plumbing shared by every part of SpecLab.
+#
+# Every doctest case becomes its own ctest test, run through tools/testrun.py, which applies a
+# timeout and a memory limit and turns a crash into a readable message. A crash or hang therefore
+# fails only its own test.
+#
+#   speclab_add_doctest(<exe-target> PREFIX <name> LABELS <labels...> [TIMEOUT <s>] [PROPERTIES ...])
+#       for engine and tool tests: runs the executable directly.
+#   speclab_add_lab(<labNN> DIR <folder> [MUTANTS <names...>])
+#       for a lab: the implementation under test is picked by LAB_IMPL when the tests run.
+
+set(SPECLAB_TESTRUN ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/testrun.py)
+set(SPECLAB_LABTESTS_DIR ${PROJECT_BINARY_DIR}/labtests)
+set(SPECLAB_CASE_TIMEOUT 30 CACHE STRING "Seconds one test case may run before it fails")
+set(SPECLAB_CASE_MEMORY_MB 2048 CACHE STRING "Address-space limit (MiB) for one test case")
+
+# One small static library holds doctest's main(), compiled once.
+add_library(speclab_doctest_main STATIC ${PROJECT_SOURCE_DIR}/tests/support/doctest_main.cpp)
+target_link_libraries(speclab_doctest_main PUBLIC doctest::doctest)
+target_include_directories(speclab_doctest_main PUBLIC ${PROJECT_SOURCE_DIR}/tests/support)
+
+# Every target that builds a starter or a mutant, so one fixture can build them all.
+add_custom_target(speclab_aux)
+
+# After <target> is built, list its test cases into <list_file> and write <ctest_file>, which
+# ctest includes to register one test per case. The command of each test is <runner_args> followed
+# by the case name.
+function(_speclab_discover target list_file ctest_file)
+  cmake_parse_arguments(D "" "PREFIX" "RUNNER;PROPERTIES" ${ARGN})
+  set(props_file ${CMAKE_CURRENT_BINARY_DIR}/${target}_props.cmake)
+  # Lists are handed to the script through a file, so names with ';' or spaces survive.
+  file(GENERATE OUTPUT ${props_file}
+    CONTENT "set(RUNNER [==[${D_RUNNER}]==])\nset(PROPS [==[${D_PROPERTIES}]==])\n")
+  add_custom_command(TARGET ${target} POST_BUILD
+    COMMAND ${CMAKE_COMMAND}
+      -D EXE=$<TARGET_FILE:${target}>
+      -D LIST_FILE=${list_file}
+      -D CTEST_FILE=${ctest_file}
+      -D PREFIX=${D_PREFIX}
+      -D PROPS_FILE=${props_file}
+      -P ${PROJECT_SOURCE_DIR}/cmake/discover_doctest.cmake
+    VERBATIM)
+  set(include_file ${CMAKE_CURRENT_BINARY_DIR}/${target}_include.cmake)
+  file(WRITE ${include_file}
+    "if(EXISTS \"${ctest_file}\")\n"
+    "  include(\"${ctest_file}\")\n"
+    "else()\n"
+    "  add_test(\"${D_PREFIX}: NOT BUILT\" ${CMAKE_COMMAND} -E echo \"Build first: cmake --build ${PROJECT_BINARY_DIR}\")\n"
+    "  set_tests_properties(\"${D_PREFIX}: NOT BUILT\" PROPERTIES WILL_FAIL TRUE)\n"
+    "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${include_file})
+endfunction()
+
+function(speclab_add_doctest target)
+  cmake_parse_arguments(A "" "PREFIX;TIMEOUT" "LABELS;PROPERTIES" ${ARGN})
+  if(NOT A_PREFIX)
+    set(A_PREFIX ${target})
+  endif()
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT ${SPECLAB_CASE_TIMEOUT})
+  endif()
+  math(EXPR ctest_timeout "${A_TIMEOUT} + 15")
+  string(REPLACE ";" "|" labels "${A_LABELS}")  # one list element; discover_doctest.cmake splits it
+  target_link_libraries(${target} PRIVATE speclab_doctest_main)
+  _speclab_discover(${target}
+    ${CMAKE_CURRENT_BINARY_DIR}/${target}.cases
+    ${CMAKE_CURRENT_BINARY_DIR}/${target}_tests.cmake
+    PREFIX "${A_PREFIX}"
+    RUNNER ${SPECLAB_TESTRUN} case --exe $<TARGET_FILE:${target}>
+           --timeout ${A_TIMEOUT} --mem-mb ${SPECLAB_CASE_MEMORY_MB} --case
+    PROPERTIES LABELS "${labels}" TIMEOUT ${ctest_timeout} SKIP_RETURN_CODE 77 ${A_PROPERTIES})
+endfunction()
+
+# speclab_add_lab(labNN DIR <folder> [MUTANTS names...])
+#   labs/<folder>/starter.cpp            the student's file
+#   solutions/<folder>/solution.cpp      the reference
+#   tests/<labNN>/*.cpp                  the lab's doctest cases
+#   tests/mutants/<labNN>/<name>.mutant  known-wrong edits of the solution the tests must reject
+#                                        (applied by tools/make_mutant.py at build time)
+function(speclab_add_lab lab)
+  cmake_parse_arguments(L "" "DIR;TIMEOUT" "MUTANTS;LINK" ${ARGN})
+  if(NOT L_TIMEOUT)
+    set(L_TIMEOUT ${SPECLAB_CASE_TIMEOUT})
+  endif()
+  math(EXPR ctest_timeout "${L_TIMEOUT} + 60")
+  set(api_dir ${PROJECT_SOURCE_DIR}/labs/${L_DIR})
+  file(GLOB test_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/${lab}/*.cpp)
+
+  # The lab's test cases, compiled once and linked against each implementation.
+  add_library(${lab}_cases OBJECT ${test_sources})
+  target_link_libraries(${lab}_cases PUBLIC speclab_engine doctest::doctest speclab_warnings ${L_LINK})
+  target_include_directories(${lab}_cases PUBLIC ${api_dir} ${PROJECT_SOURCE_DIR}/tests/support)
+
+  set(impls solution starter)
+  set(src_solution ${PROJECT_SOURCE_DIR}/solutions/${L_DIR}/solution.cpp)
+  set(src_starter ${api_dir}/starter.cpp)
+  foreach(m IN LISTS L_MUTANTS)
+    list(APPEND impls mutant_${m})
+    set(mutant_file ${PROJECT_SOURCE_DIR}/tests/mutants/${lab}/${m}.mutant)
+    set(src_mutant_${m} ${CMAKE_CURRENT_BINARY_DIR}/mutants/${lab}/${m}.cpp)
+    add_custom_command(OUTPUT ${src_mutant_${m}}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/mutants/${lab}
+      COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/make_mutant.py
+              ${src_solution} ${mutant_file} ${src_mutant_${m}}
+      DEPENDS ${src_solution} ${mutant_file} ${PROJECT_SOURCE_DIR}/tools/make_mutant.py
+      COMMENT "Mutant ${lab}/${m}"
+      VERBATIM)
+  endforeach()
+
+  foreach(impl IN LISTS impls)
+    set(lib ${lab}_${impl})
+    set(exe ${lab}_tests_${impl})
+    if(impl STREQUAL "solution")
+      set(exclude "")
+    else()
+      set(exclude EXCLUDE_FROM_ALL)  # a student's half-done starter never breaks the main build
+    endif()
+    add_library(${lib} STATIC ${exclude} ${src_${impl}})
+    target_include_directories(${lib} PUBLIC ${api_dir})
+    target_link_libraries(${lib} PUBLIC speclab_engine speclab_warnings ${L_LINK})
+    add_executable(${exe} ${exclude} $<TARGET_OBJECTS:${lab}_cases>)
+    target_link_libraries(${exe} PRIVATE ${lib} ${lab}_cases speclab_doctest_main)
+    set_target_properties(${exe} PROPERTIES
+      RUNTIME_OUTPUT_DIRECTORY ${SPECLAB_LABTESTS_DIR}
+      OUTPUT_NAME ${lab}_${impl})
+    if(NOT impl STREQUAL "solution")
+      add_dependencies(speclab_aux ${exe})
+    endif()
+  endforeach()
+  # Libraries other parts of the project (CLI, grader) link to get "the lab's implementation".
+  set_property(GLOBAL APPEND PROPERTY SPECLAB_LABS ${lab})
+
+  # Discovery runs on the solution build; the case names are the same for every implementation.
+  _speclab_discover(${lab}_tests_solution
+    ${SPECLAB_LABTESTS_DIR}/${lab}.cases
+    ${CMAKE_CURRENT_BINARY_DIR}/${lab}_tests.cmake
+    PREFIX "${lab}"
+    RUNNER ${SPECLAB_TESTRUN} lab-case --build-dir ${PROJECT_BINARY_DIR} --lab ${lab}
+           --timeout ${L_TIMEOUT} --mem-mb ${SPECLAB_CASE_MEMORY_MB} --case
+    PROPERTIES LABELS ${lab} TIMEOUT ${ctest_timeout} FIXTURES_REQUIRED ${lab}_impl)
+
+  # Builds the implementation LAB_IMPL selects, once, before the lab's cases run.
+  add_test(NAME "${lab}: build the LAB_IMPL implementation"
+    COMMAND ${SPECLAB_TESTRUN} lab-build --build-dir ${PROJECT_BINARY_DIR} --lab ${lab})
+  set_tests_properties("${lab}: build the LAB_IMPL implementation" PROPERTIES
+    LABELS ${lab} FIXTURES_SETUP ${lab}_impl RESOURCE_LOCK speclab_build_tree TIMEOUT 900)
+
+  # The starter must compile and fail every case with its TODO message.
+  add_test(NAME "starters: ${lab} fails every case with a TODO message"
+    COMMAND ${SPECLAB_TESTRUN} starter-check --build-dir ${PROJECT_BINARY_DIR} --lab ${lab})
+  set_tests_properties("starters: ${lab} fails every case with a TODO message" PROPERTIES
+    LABELS starters FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600)
+
+  # Each mutant must fail at least one case.
+  foreach(m IN LISTS L_MUTANTS)
+    add_test(NAME "mutants: ${lab}/${m} is caught"
+      COMMAND ${SPECLAB_TESTRUN} mutant --build-dir ${PROJECT_BINARY_DIR} --lab ${lab} --mutant ${m})
+    set_tests_properties("mutants: ${lab}/${m} is caught" PROPERTIES
+      LABELS mutants FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600)
+  endforeach()
+endfunction()
+
+# Call once, after every lab is declared: the fixture that builds all starters and mutants.
+function(speclab_finish_labs)
+  add_test(NAME "build: starters and mutants"
+    COMMAND ${CMAKE_COMMAND} --build ${PROJECT_BINARY_DIR} --target speclab_aux)
+  set_tests_properties("build: starters and mutants" PROPERTIES
+    FIXTURES_SETUP speclab_aux_built RESOURCE_LOCK speclab_build_tree TIMEOUT 1200 LABELS build)
+endfunction()
+
+# ctest reads CTestCustom.cmake from the build tree: print the mutant report after each run.
+file(WRITE ${PROJECT_BINARY_DIR}/CTestCustom.cmake
+  "set(CTEST_CUSTOM_PRE_TEST \"${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/testrun.py mutant-report --build-dir ${PROJECT_BINARY_DIR} --clear\")\n"
+  "set(CTEST_CUSTOM_POST_TEST \"${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/testrun.py mutant-report --build-dir ${PROJECT_BINARY_DIR}\")\n")

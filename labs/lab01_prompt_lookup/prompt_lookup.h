@@ -1,0 +1,53 @@
+#pragma once
+// Lab 01 -- prompt lookup decoding. The chapter: book/lab01_prompt_lookup.md
+//
+// You implement the two functions declared below, in starter.cpp. Everything else in this file
+// is glue that plugs them into the engine's speculative loop; you do not need to change it.
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mini_engine/core/logits.h"
+#include "mini_engine/core/token.h"
+#include "mini_engine/spec/drafter.h"
+#include "mini_engine/spec/verify.h"
+
+namespace speclab {
+
+// Returns up to `k` tokens that followed the most recent *earlier* occurrence of the last `n`
+// tokens of `context`. The occurrence that *is* that suffix (ending at the last token) never
+// counts. Scans latest-first, so the most recent earlier occurrence wins. Fewer than k tokens
+// come back when the match sits so close to the end that fewer follow it.
+// Returns an empty vector when k == 0, when context.size() <= n, or when nothing matches.
+// Throws std::invalid_argument when n < 1 or k < 0.
+std::vector<Token> ngram_propose(std::span<const Token> context, int n, int k);
+
+// Greedy verification. `logits` has drafts.size() + 1 rows; row i scores the token that follows
+// context + drafts[0..i) -- the *evolving* context, one more draft per row.
+// Accepts drafts[i] while it equals argmax(row i). Returns the accepted drafts followed by one
+// token from the target: argmax of the first mismatching row (the correction), or argmax of the
+// last row when every draft was accepted (the bonus). emitted.size() == accepted + 1.
+// Throws std::invalid_argument when logits.rows() != drafts.size() + 1.
+VerifyResult verify_greedy(std::span<const Token> drafts, const Logits& logits);
+
+// ---- glue: the engine-facing wrappers (not part of the exercise) ----
+
+// Prompt lookup as an engine Drafter: propose() is ngram_propose(context, n, k).
+class PromptLookupDrafter final : public Drafter {
+ public:
+  explicit PromptLookupDrafter(int n) : n_(n) {}
+  std::string name() const override { return "prompt-lookup(n=" + std::to_string(n_) + ")"; }
+  std::vector<Token> propose(std::span<const Token> context, int k) override {
+    return ngram_propose(context, n_, k);
+  }
+
+ private:
+  int n_;
+};
+
+// verify_greedy as an engine VerifyRule.
+inline VerifyRule greedy_verify_rule() {
+  return [](const VerifyInput& in) { return verify_greedy(in.drafts, in.logits); };
+}
+
+}  // namespace speclab

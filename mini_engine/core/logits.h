@@ -1,0 +1,35 @@
+#pragma once
+// A block of logits rows: the output of one Target::extend call.
+#include <span>
+#include <vector>
+
+#include "mini_engine/core/token.h"
+
+namespace speclab {
+
+// rows() x vocab() floats, row-major. Row i holds the target's scores for the token that follows
+// the i-th appended position. Owns its storage; cheap to move.
+class Logits {
+ public:
+  Logits() = default;
+  // Requires rows >= 0 and vocab >= 1. All entries start at 0.
+  Logits(int rows, int vocab);
+
+  int rows() const { return rows_; }
+  int vocab() const { return vocab_; }
+  // Requires 0 <= i < rows(); throws std::out_of_range otherwise.
+  std::span<float> row(int i);
+  std::span<const float> row(int i) const;
+  float* data() { return data_.data(); }
+  const float* data() const { return data_.data(); }
+
+ private:
+  int rows_ = 0;
+  int vocab_ = 0;
+  std::vector<float> data_;  // (rows_, vocab_), row-major
+};
+
+// The index of the largest score; ties go to the lowest index. Requires a non-empty row.
+Token argmax(std::span<const float> row);
+
+}  // namespace speclab

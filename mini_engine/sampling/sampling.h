@@ -1,0 +1,29 @@
+#pragma once
+// Turning one logits row into one token.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "mini_engine/core/token.h"
+
+namespace speclab {
+
+// How the target's token is chosen at each position. temperature == 0 means greedy (argmax).
+struct SamplingParams {
+  double temperature = 0.0;   // >= 0
+  std::uint64_t seed = 0;     // with `sequence`, keys the counter-based RNG (rng.h)
+  std::uint64_t sequence = 0;
+};
+
+// softmax(row / temperature) as doubles. Requires temperature > 0 and a row with a finite max.
+std::vector<double> softmax(std::span<const float> row, double temperature);
+
+// The token at inverse-CDF point u in [0, 1) of softmax(row / temperature); argmax when
+// temperature == 0. Deterministic: the same (row, temperature, u) always gives the same token.
+Token sample_from_logits(std::span<const float> row, double temperature, double u);
+
+// The target's token for the given absolute `position` in the sequence: sample_from_logits with
+// u = uniform01(seed, sequence, position). Plain decoding and every lossless verify rule use this.
+Token sample_at(std::span<const float> row, const SamplingParams& params, std::int64_t position);
+
+}  // namespace speclab

@@ -1,0 +1,34 @@
+#pragma once
+// The pluggable half of speculative decoding: something that guesses the next tokens cheaply.
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mini_engine/core/token.h"
+#include "mini_engine/spec/round.h"
+
+namespace speclab {
+
+// Every lab's drafter implements this. The engine owns the context; a drafter may keep its own
+// state (an n-gram table, a pool, an automaton) and update it in begin() and observe().
+class Drafter {
+ public:
+  Drafter() = default;
+  Drafter(const Drafter&) = delete;
+  Drafter& operator=(const Drafter&) = delete;
+  virtual ~Drafter() = default;
+
+  virtual std::string name() const = 0;
+
+  // Called once per generation, before any propose(), with the full prompt.
+  virtual void begin(std::span<const Token> /*prompt*/) {}
+
+  // Up to `k` guesses for the tokens that follow `context` (prompt + everything emitted so far).
+  // May return fewer, or none. Requires k >= 1.
+  virtual std::vector<Token> propose(std::span<const Token> context, int k) = 0;
+
+  // Called after each verify round; `context` already ends with round.emitted.
+  virtual void observe(std::span<const Token> /*context*/, const RoundRecord& /*round*/) {}
+};
+
+}  // namespace speclab

@@ -1,0 +1,203 @@
+#include "mini_engine/spec/loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+namespace speclab {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void check_common(const Target& target, std::span<const Token> prompt, const DecodeConfig& c) {
+  if (prompt.empty()) throw std::invalid_argument("the prompt is empty: give at least one token");
+  if (c.max_new_tokens < 1) {
+    throw std::invalid_argument("max_new_tokens must be >= 1, got " +
+                                std::to_string(c.max_new_tokens));
+  }
+  if (c.sampling.temperature < 0.0 || c.sampling.temperature != c.sampling.temperature) {
+    throw std::invalid_argument("temperature must be >= 0");
+  }
+  for (Token t : prompt) {
+    if (t < 0 || t >= target.vocab_size()) {
+      throw std::invalid_argument("prompt token id " + std::to_string(t) +
+                                  " is outside the vocabulary [0, " +
+                                  std::to_string(target.vocab_size()) + ")");
+    }
+  }
+  if (prompt.size() > static_cast<size_t>(target.max_length())) {
+    throw ContextOverflow("the prompt has " + std::to_string(prompt.size()) +
+                          " tokens but " + target.name() + " holds at most " +
+                          std::to_string(target.max_length()));
+  }
+}
+
+// Leaves the target holding prompt[0 .. size-1): everything but the last prompt token, which the
+// first decode step feeds. Reuses the longest common prefix already in the target.
+void prefill(Target& target, std::span<const Token> prompt) {
+  const std::span<const Token> want = prompt.first(prompt.size() - 1);
+  const std::span<const Token> have = target.tokens();
+  size_t common = 0;
+  while (common < want.size() && common < have.size() && want[common] == have[common]) ++common;
+  target.truncate(static_cast<int>(common));
+  if (common < want.size()) target.extend(want.subspan(common));
+}
+
+bool is_stop(const DecodeConfig& c, Token t) {
+  return std::find(c.stop_tokens.begin(), c.stop_tokens.end(), t) != c.stop_tokens.end();
+}
+
+}  // namespace
+
+GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
+                              const DecodeConfig& config) {
+  check_common(target, prompt, config);
+  GenerationResult result;
+  result.stats.prompt_tokens = static_cast<std::int64_t>(prompt.size());
+  const auto t_start = Clock::now();
+  prefill(target, prompt);
+  result.stats.prefill_seconds = seconds_since(t_start);
+
+  Token last = prompt.back();
+  auto position = static_cast<std::int64_t>(prompt.size());
+  while (static_cast<int>(result.tokens.size()) < config.max_new_tokens) {
+    if (target.length() + 1 > target.max_length()) {
+      throw ContextOverflow("context full: " + target.name() + " holds at most " +
+                            std::to_string(target.max_length()) + " tokens");
+    }
+    const auto t0 = Clock::now();
+    const Logits logits = target.extend(std::span<const Token>(&last, 1));
+    const Token next = sample_at(logits.row(0), config.sampling, position);
+    const double verify_s = seconds_since(t0);
+    result.stats.verify_seconds += verify_s;
+    result.stats.record_round(0, 0, 1);
+    result.tokens.push_back(next);
+    if (config.on_round) {
+      RoundRecord r;
+      r.position = position;
+      r.emitted = {next};
+      r.logits = &logits;
+      r.verify_seconds = verify_s;
+      config.on_round(r);
+    }
+    last = next;
+    ++position;
+    if (is_stop(config, next)) {
+      result.stopped = true;
+      break;
+    }
+  }
+  result.stats.total_seconds = seconds_since(t_start);
+  return result;
+}
+
+GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyRule& verify,
+                                 std::span<const Token> prompt, const DecodeConfig& config) {
+  check_common(target, prompt, config);
+  if (config.k < 1 || config.k > 64) {
+    throw std::invalid_argument("k (drafts per round) must be in [1, 64], got " +
+                                std::to_string(config.k));
+  }
+  if (!verify) throw std::invalid_argument("run_speculative: no verify rule given");
+  GenerationResult result;
+  result.stats.prompt_tokens = static_cast<std::int64_t>(prompt.size());
+  const auto t_start = Clock::now();
+  prefill(target, prompt);
+  std::vector<Token> context(prompt.begin(), prompt.end());
+  result.stats.prefill_seconds = seconds_since(t_start);
+
+  // The drafter's own set-up counts as draft time.
+  auto t0 = Clock::now();
+  drafter.begin(prompt);
+  result.stats.draft_seconds += seconds_since(t0);
+
+  while (static_cast<int>(result.tokens.size()) < config.max_new_tokens) {
+    const int remaining = config.max_new_tokens - static_cast<int>(result.tokens.size());
+    // The verify pass feeds [last] + drafts; the target already holds context minus its last.
+    const int room = target.max_length() - static_cast<int>(context.size());
+    if (room < 0) {
+      throw ContextOverflow("context full: " + target.name() + " holds at most " +
+                            std::to_string(target.max_length()) + " tokens");
+    }
+    const int k = std::min({config.k, remaining - 1, room});
+
+    RoundRecord round;
+    round.position = static_cast<std::int64_t>(context.size());
+    t0 = Clock::now();
+    if (k > 0) round.drafts = drafter.propose(context, k);
+    round.draft_seconds = seconds_since(t0);
+    if (static_cast<int>(round.drafts.size()) > std::max(k, 0)) {
+      throw std::logic_error("drafter '" + drafter.name() + "' proposed " +
+                             std::to_string(round.drafts.size()) + " tokens but k is " +
+                             std::to_string(k));
+    }
+    for (Token t : round.drafts) {
+      if (t < 0 || t >= target.vocab_size()) {
+        throw std::logic_error("drafter '" + drafter.name() + "' proposed token id " +
+                               std::to_string(t) + ", outside the vocabulary");
+      }
+    }
+
+    t0 = Clock::now();
+    std::vector<Token> fed;
+    fed.reserve(round.drafts.size() + 1);
+    fed.push_back(context.back());
+    fed.insert(fed.end(), round.drafts.begin(), round.drafts.end());
+    const Logits logits = target.extend(fed);
+    const VerifyResult vr = verify(VerifyInput{round.drafts, logits, round.position,
+                                               config.sampling});
+    round.verify_seconds = seconds_since(t0);
+
+    const int n_drafts = static_cast<int>(round.drafts.size());
+    if (vr.accepted < 0 || vr.accepted > n_drafts ||
+        vr.emitted.size() != static_cast<size_t>(vr.accepted) + 1 ||
+        !std::equal(round.drafts.begin(), round.drafts.begin() + vr.accepted,
+                    vr.emitted.begin())) {
+      throw std::logic_error(
+          "verify rule broke its contract: with " + std::to_string(n_drafts) +
+          " drafts it returned accepted=" + std::to_string(vr.accepted) + " and " +
+          std::to_string(vr.emitted.size()) +
+          " emitted tokens; emitted must be the accepted drafts plus exactly one target token");
+    }
+    // Roll back the rejected drafts: keep context minus last, the old last, and the accepted.
+    target.truncate(static_cast<int>(context.size()) + vr.accepted);
+
+    // Emit, stopping right after a stop token.
+    round.accepted = vr.accepted;
+    round.bonus = vr.accepted == n_drafts && n_drafts > 0;
+    for (size_t i = 0; i < vr.emitted.size(); ++i) {
+      round.emitted.push_back(vr.emitted[i]);
+      if (is_stop(config, vr.emitted[i])) {
+        result.stopped = true;
+        break;
+      }
+    }
+    if (result.stopped) {
+      round.accepted = std::min(round.accepted, static_cast<int>(round.emitted.size()));
+      // The target may hold tokens past the stop; keep it consistent with the emitted text.
+      target.truncate(std::min(target.length(),
+                               static_cast<int>(context.size() + round.emitted.size()) - 1));
+    }
+    context.insert(context.end(), round.emitted.begin(), round.emitted.end());
+    result.tokens.insert(result.tokens.end(), round.emitted.begin(), round.emitted.end());
+    result.stats.draft_seconds += round.draft_seconds;
+    result.stats.verify_seconds += round.verify_seconds;
+    result.stats.record_round(n_drafts, round.accepted, static_cast<int>(round.emitted.size()));
+
+    round.logits = &logits;
+    t0 = Clock::now();
+    drafter.observe(context, round);
+    result.stats.draft_seconds += seconds_since(t0);
+    if (config.on_round) config.on_round(round);
+    if (result.stopped) break;
+  }
+  result.stats.total_seconds = seconds_since(t_start);
+  return result;
+}
+
+}  // namespace speclab

@@ -1,0 +1,48 @@
+#pragma once
+// The decoding loops: plain decoding (the reference) and speculative decoding.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "mini_engine/core/target.h"
+#include "mini_engine/sampling/sampling.h"
+#include "mini_engine/spec/drafter.h"
+#include "mini_engine/spec/round.h"
+#include "mini_engine/spec/stats.h"
+#include "mini_engine/spec/verify.h"
+
+namespace speclab {
+
+struct DecodeConfig {
+  int max_new_tokens = 64;        // >= 1; the loops never emit more
+  int k = 4;                      // drafts per round, 1..64 (speculative decoding only)
+  SamplingParams sampling;        // temperature 0 = greedy
+  std::vector<Token> stop_tokens; // generation ends right after emitting one of these
+  // Called after every round (every token, for plain decoding) with what it emitted.
+  std::function<void(const RoundRecord&)> on_round;
+};
+
+struct GenerationResult {
+  std::vector<Token> tokens;  // the emitted tokens only (not the prompt)
+  SpecStats stats;
+  bool stopped = false;       // ended on a stop token rather than on max_new_tokens
+};
+
+// Plain decoding: one target run per emitted token, each token chosen by sample_at().
+// The target's sequence is reused where it already holds a prefix of the prompt (a chat turn);
+// anything past that prefix is truncated first.
+// Requires a non-empty prompt; throws std::invalid_argument naming the bad field otherwise.
+GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
+                              const DecodeConfig& config);
+
+// Speculative decoding: each round asks `drafter` for up to k tokens, verifies them with one
+// target run over [last token] + drafts, keeps what `verify` accepts and rolls the target back
+// so it holds only accepted tokens. Every round emits >= 1 token, and never more than
+// max_new_tokens in all (k is capped near the end).
+// Throws std::logic_error naming the drafter or rule if either breaks its contract (too many
+// drafts, an id outside the vocabulary, a VerifyResult whose emitted tokens don't match).
+GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyRule& verify,
+                                 std::span<const Token> prompt, const DecodeConfig& config);
+
+}  // namespace speclab

@@ -1,0 +1,38 @@
+#pragma once
+// The numbers that describe a speculative run, named as in vLLM's logs.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace speclab {
+
+struct SpecStats {
+  std::int64_t prompt_tokens = 0;
+  std::int64_t target_runs = 0;  // verify passes (decode steps for plain decoding); no prefill
+  std::int64_t drafted = 0;      // draft tokens proposed and sent to verification
+  std::int64_t accepted = 0;     // draft tokens kept
+  std::int64_t emitted = 0;      // tokens added to the output
+  std::vector<std::int64_t> drafted_at;    // [i]: rounds that had a draft at position i
+  std::vector<std::int64_t> accepted_at;   // [i]: rounds whose draft at position i was kept
+  std::vector<std::int64_t> accept_length_hist;  // [a]: rounds that kept exactly a drafts
+  double prefill_seconds = 0.0;
+  double draft_seconds = 0.0;
+  double verify_seconds = 0.0;
+  double total_seconds = 0.0;
+
+  // Adds one round to the counters.
+  void record_round(int drafted_now, int accepted_now, int emitted_now);
+
+  // emitted / target_runs: the mean acceptance length (AL), tokens per run. 0 before any run.
+  double tokens_per_run() const;
+  // accepted / drafted; 0 when nothing was drafted.
+  double acceptance_rate() const;
+  // accepted_at[i] / drafted_at[i]; 0 where nothing was drafted.
+  double acceptance_at(int i) const;
+  // Time not spent drafting, verifying or in prefill: the loop's own bookkeeping.
+  double other_seconds() const;
+  // One line: tokens, runs, tokens/run, acceptance, time split, tokens/s.
+  std::string summary() const;
+};
+
+}  // namespace speclab

@@ -1,0 +1,123 @@
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "mini_engine/spec/loop.h"
+#include "mini_engine/targets/toy_target.h"
+#include "prompt_lookup.h"
+
+using namespace speclab;
+
+namespace {
+// A drafter that breaks its contract on purpose.
+class GreedyLiar final : public Drafter {
+ public:
+  explicit GreedyLiar(std::vector<Token> out) : out_(std::move(out)) {}
+  std::string name() const override { return "liar"; }
+  std::vector<Token> propose(std::span<const Token>, int) override { return out_; }
+  std::vector<Token> out_;
+};
+}  // namespace
+
+TEST_SUITE("engine / speculative loop") {
+  TEST_CASE("bad input gives a clear error: empty prompt, k out of range, bad token ids") {
+    ToyTarget t(ToyTargetConfig{});
+    PromptLookupDrafter d(1);
+    DecodeConfig dc;
+    const std::vector<Token> empty;
+    CHECK_THROWS_WITH_AS(run_baseline(t, empty, dc), doctest::Contains("prompt is empty"),
+                         std::invalid_argument);
+    const std::vector<Token> prompt = {1, 2, 3};
+    dc.k = 0;
+    CHECK_THROWS_WITH_AS(run_speculative(t, d, greedy_verify_rule(), prompt, dc),
+                         doctest::Contains("k (drafts per round)"), std::invalid_argument);
+    dc.k = 65;
+    CHECK_THROWS_AS(run_speculative(t, d, greedy_verify_rule(), prompt, dc),
+                    std::invalid_argument);
+    dc.k = 4;
+    dc.max_new_tokens = 0;
+    CHECK_THROWS_AS(run_baseline(t, prompt, dc), std::invalid_argument);
+    dc.max_new_tokens = 4;
+    CHECK_THROWS_AS(run_baseline(t, std::vector<Token>{1, 9999}, dc), std::invalid_argument);
+  }
+
+  TEST_CASE("a drafter that proposes too many or invalid tokens is named in the error") {
+    ToyTarget t(ToyTargetConfig{});
+    DecodeConfig dc;
+    dc.k = 2;
+    const std::vector<Token> prompt = {1, 2, 3};
+    GreedyLiar too_many({1, 2, 3});
+    CHECK_THROWS_WITH_AS(run_speculative(t, too_many, greedy_verify_rule(), prompt, dc),
+                         doctest::Contains("drafter 'liar' proposed 3 tokens"), std::logic_error);
+    GreedyLiar bad_id({-4});
+    CHECK_THROWS_WITH_AS(run_speculative(t, bad_id, greedy_verify_rule(), prompt, dc),
+                         doctest::Contains("outside the vocabulary"), std::logic_error);
+  }
+
+  TEST_CASE("a verify rule that breaks its contract is reported") {
+    ToyTarget t(ToyTargetConfig{});
+    GreedyLiar d({1, 2});
+    DecodeConfig dc;
+    dc.k = 2;
+    const VerifyRule bad = [](const VerifyInput&) { return VerifyResult{2, {1, 2}}; };
+    CHECK_THROWS_WITH_AS(run_speculative(t, d, bad, std::vector<Token>{5, 6}, dc),
+                         doctest::Contains("verify rule broke its contract"), std::logic_error);
+  }
+
+  TEST_CASE("generation ends right after a stop token, in both loops") {
+    ToyTarget t(ToyTargetConfig{.regime = ToyRegime::periodic, .seed = 9, .period = 6});
+    const auto prompt = t.make_prompt(4);
+    DecodeConfig dc;
+    dc.max_new_tokens = 50;
+    const auto free_run = run_baseline(t, prompt, dc).tokens;
+    dc.stop_tokens = {free_run[20]};
+    const auto base = run_baseline(t, prompt, dc);
+    PromptLookupDrafter d(1);
+    dc.k = 5;
+    const auto spec = run_speculative(t, d, greedy_verify_rule(), prompt, dc);
+    CHECK(base.stopped);
+    CHECK(spec.stopped);
+    CHECK(spec.tokens == base.tokens);
+    CHECK(base.tokens.back() == free_run[20]);
+    CHECK(t.length() == static_cast<int>(prompt.size() + spec.tokens.size()) - 1);
+  }
+
+  TEST_CASE("the target holds exactly context minus its last token after every round") {
+    ToyTarget t(ToyTargetConfig{.regime = ToyRegime::markov, .seed = 2});
+    const auto prompt = t.make_prompt(8);
+    DecodeConfig dc;
+    dc.max_new_tokens = 60;
+    dc.k = 5;
+    std::int64_t emitted = 0;
+    dc.on_round = [&](const RoundRecord& r) {
+      emitted += static_cast<std::int64_t>(r.emitted.size());
+      CHECK(t.length() == static_cast<int>(prompt.size() + emitted) - 1);
+    };
+    PromptLookupDrafter d(1);
+    run_speculative(t, d, greedy_verify_rule(), prompt, dc);
+  }
+
+  TEST_CASE("a second turn reuses the target's prefix instead of recomputing it") {
+    ToyTarget t(ToyTargetConfig{});
+    auto prompt = t.make_prompt(10);
+    DecodeConfig dc;
+    dc.max_new_tokens = 5;
+    const auto first = run_baseline(t, prompt, dc);
+    prompt.insert(prompt.end(), first.tokens.begin(), first.tokens.end());
+    prompt.push_back(3);
+    const auto second = run_baseline(t, prompt, dc);
+    ToyTarget fresh(ToyTargetConfig{});
+    CHECK(run_baseline(fresh, prompt, dc).tokens == second.tokens);
+  }
+
+  TEST_CASE("a full context is a clear ContextOverflow, not a crash") {
+    ToyTarget t(ToyTargetConfig{.max_length = 12});
+    DecodeConfig dc;
+    dc.max_new_tokens = 40;
+    CHECK_THROWS_AS(run_baseline(t, t.make_prompt(6), dc), ContextOverflow);
+    PromptLookupDrafter d(1);
+    CHECK_THROWS_AS(run_speculative(t, d, greedy_verify_rule(), t.make_prompt(6), dc),
+                    ContextOverflow);
+  }
+}

@@ -1,0 +1,48 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "mini_engine/sampling/rng.h"
+#include "mini_engine/sampling/sampling.h"
+
+using namespace speclab;
+
+TEST_SUITE("engine / sampling") {
+  TEST_CASE("the counter-based RNG is a pure function of (seed, sequence, position, stream)") {
+    CHECK(uniform01(1, 2, 3) == uniform01(1, 2, 3));
+    CHECK(uniform01(1, 2, 3) != uniform01(1, 2, 4));
+    CHECK(uniform01(1, 2, 3) != uniform01(2, 2, 3));
+    CHECK(uniform01(1, 2, 3, 0) != uniform01(1, 2, 3, 1));
+    double mean = 0;
+    for (int i = 0; i < 10000; ++i) {
+      const double u = uniform01(7, 0, static_cast<std::uint64_t>(i));
+      CHECK(u >= 0.0);
+      CHECK(u < 1.0);
+      mean += u / 10000;
+    }
+    CHECK(mean == doctest::Approx(0.5).epsilon(0.02));
+  }
+
+  TEST_CASE("temperature 0 is argmax and inverse-CDF sampling follows the probabilities") {
+    const std::vector<float> row = {0.0f, std::log(3.0f), -INFINITY, std::log(6.0f)};
+    CHECK(sample_from_logits(row, 0.0, 0.99) == 3);
+    // p = 0.1, 0.3, 0, 0.6
+    CHECK(sample_from_logits(row, 1.0, 0.05) == 0);
+    CHECK(sample_from_logits(row, 1.0, 0.2) == 1);
+    CHECK(sample_from_logits(row, 1.0, 0.5) == 3);
+    CHECK(sample_from_logits(row, 1.0, 0.999999) == 3);
+    std::vector<int> counts(4, 0);
+    for (int i = 0; i < 20000; ++i) {
+      ++counts[sample_at(row, SamplingParams{1.0, 3, 0}, i)];
+    }
+    CHECK(counts[2] == 0);
+    CHECK(counts[0] / 20000.0 == doctest::Approx(0.1).epsilon(0.1));
+    CHECK(counts[3] / 20000.0 == doctest::Approx(0.6).epsilon(0.05));
+  }
+
+  TEST_CASE("a negative temperature is rejected") {
+    const std::vector<float> row = {1.0f, 2.0f};
+    CHECK_THROWS_AS(sample_from_logits(row, -1.0, 0.5), std::invalid_argument);
+  }
+}

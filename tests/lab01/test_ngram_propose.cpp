@@ -1,0 +1,63 @@
+// Lab 01 -- ngram_propose. Chapter: book/lab01_prompt_lookup.md
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "prompt_lookup.h"
+
+using speclab::Token;
+using V = std::vector<Token>;
+
+TEST_SUITE("lab01 / Proposing: the scan") {
+  TEST_CASE("a repeated bigram proposes the tokens that followed its earlier occurrence") {
+    const V ctx = {1, 2, 3, 4, 9, 1, 2};
+    INFO("context {1,2,3,4,9,1,2}, n=2, k=3: the earlier '1 2' is followed by 3 4 9");
+    CHECK(speclab::ngram_propose(ctx, 2, 3) == V{3, 4, 9});
+  }
+
+  TEST_CASE("the suffix itself never counts as a match (self-match off-by-one)") {
+    // The only occurrence of '7 8' is the suffix itself: nothing earlier matches.
+    const V ctx = {1, 2, 3, 7, 8};
+    INFO("see the chapter, 'The two off-by-ones': start the scan one position before the suffix");
+    CHECK(speclab::ngram_propose(ctx, 2, 4) == V{});
+    // Periodic text: the match must come from one period back, not from the suffix.
+    const V periodic = {5, 6, 7, 5, 6, 7, 5, 6};
+    CHECK(speclab::ngram_propose(periodic, 2, 3) == V{7, 5, 6});
+  }
+
+  TEST_CASE("the most recent earlier occurrence wins") {
+    // '4' occurs at positions 0 and 3 before the suffix; the later one (followed by 8) wins.
+    const V ctx = {4, 1, 1, 4, 8, 8, 4};
+    INFO("scan latest-first: the occurrence at index 3 is followed by 8 8 4");
+    CHECK(speclab::ngram_propose(ctx, 1, 2) == V{8, 8});
+    CHECK(speclab::ngram_propose(ctx, 1, 3) == V{8, 8, 4});
+  }
+
+  TEST_CASE("a match close to the end proposes fewer than k tokens") {
+    // The latest earlier '1' is at index 1 and only one token follows it before the end.
+    const V ctx = {1, 1, 1};
+    CHECK(speclab::ngram_propose(ctx, 1, 5) == V{1});
+    const V ctx2 = {3, 9, 2, 3, 9};
+    CHECK(speclab::ngram_propose(ctx2, 2, 10) == V{2, 3, 9});
+  }
+
+  TEST_CASE("only n-token matches count: a shorter partial match proposes nothing") {
+    const V ctx = {5, 2, 9, 3, 2};  // '3 2' never occurred before; '2' alone did
+    CHECK(speclab::ngram_propose(ctx, 2, 3) == V{});
+    CHECK(speclab::ngram_propose(ctx, 1, 3) == V{9, 3, 2});
+  }
+
+  TEST_CASE("edge cases: empty context, context no longer than n, k = 0") {
+    CHECK(speclab::ngram_propose(V{}, 1, 3) == V{});
+    CHECK(speclab::ngram_propose(V{7}, 1, 3) == V{});
+    CHECK(speclab::ngram_propose(V{7, 7}, 2, 3) == V{});
+    CHECK(speclab::ngram_propose(V{7, 7, 7}, 1, 0) == V{});
+  }
+
+  TEST_CASE("invalid n or k is rejected with std::invalid_argument") {
+    const V ctx = {1, 2, 1, 2};
+    CHECK_THROWS_AS(speclab::ngram_propose(ctx, 0, 3), std::invalid_argument);
+    CHECK_THROWS_AS(speclab::ngram_propose(ctx, 1, -1), std::invalid_argument);
+  }
+}

@@ -1,0 +1,10 @@
+#pragma once
+// One add_<name>() per subcommand: each registers its flags and its callback on the app.
+#include <CLI/CLI.hpp>
+
+namespace speclab::cli {
+
+// `speclab demo`: speculative vs plain decoding side by side.
+void add_demo(CLI::App& app);
+
+}  // namespace speclab::cli

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Runs SpecLab's doctest cases one at a time, safely. ctest calls this for every test.
+
+Each case runs in its own process with a time limit and a memory limit, so a case that throws,
+crashes, loops forever or allocates without bound fails alone, with a message that says which.
+
+  testrun.py case --exe EXE --case NAME [--timeout S] [--mem-mb M]
+  testrun.py lab-case --build-dir B --lab labNN --case NAME [--timeout S] [--mem-mb M]
+  testrun.py lab-build --build-dir B --lab labNN
+  testrun.py mutant --build-dir B --lab labNN --mutant NAME
+  testrun.py starter-check --build-dir B --lab labNN
+  testrun.py mutant-report --build-dir B [--clear]
+
+ctest runs `mutant-report --clear` before and `mutant-report` after every run (CTestCustom.cmake),
+so `ctest -L mutants` ends with the list of test cases that killed each mutant.
+
+LAB_IMPL (read when the tests run) picks the implementation a lab's cases test:
+  solution (the default) or starter.
+"""
+import argparse
+import os
+import re
+import resource
+import signal
+import subprocess
+import sys
+
+VALID_IMPLS = ("solution", "starter")
+SKIP_CODE = 77
+
+
+def lab_impl():
+    impl = os.environ.get("LAB_IMPL", "").strip() or "solution"
+    if impl not in VALID_IMPLS:
+        sys.stderr.write(f"LAB_IMPL='{impl}' is not valid. Valid values: "
+                         f"{', '.join(VALID_IMPLS)} (unset means solution).\n")
+        sys.exit(2)
+    return impl
+
+
+def lab_exe(build_dir, lab, impl):
+    return os.path.join(build_dir, "labtests", f"{lab}_{impl}")
+
+
+def run_case(exe, case, timeout=30.0, mem_mb=2048, env=None):
+    """Runs one doctest case. Returns (status, output) with status one of
+    passed, failed, skipped, timeout, crashed, memory, missing."""
+    if not os.path.exists(exe):
+        return "missing", f"test executable {exe} does not exist: build it first"
+    # doctest splits filters at commas; a backslash escapes one.
+    cmd = [exe, "--test-case=" + case.replace(",", "\\,"), "--no-version", "--no-colors"]
+
+    def limits():
+        os.setsid()  # own process group: a timeout kills everything the case started
+        if mem_mb and mem_mb > 0:
+            cap = int(mem_mb) * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            preexec_fn=limits, env=env)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        text = out.decode("utf-8", "replace")
+        return "timeout", text + (f"\nTIMEOUT: '{case}' ran longer than {timeout:g} s and was "
+                                  "killed. Look for a loop that never ends.\n")
+    text = out.decode("utf-8", "replace")
+    rc = proc.returncode
+    if rc < 0:
+        name = signal.Signals(-rc).name
+        return "crashed", text + (f"\nCRASH: '{case}' was killed by {name}. Look for an "
+                                  "out-of-range index or an invalid pointer.\n")
+    if rc == SKIP_CODE:
+        return "skipped", text
+    m = re.search(r"test cases:\s*(\d+)", text)
+    if m and int(m.group(1)) != 1:
+        return "missing", text + (f"\nERROR: the filter for '{case}' selected {m.group(1)} test "
+                                  "cases instead of 1. Rebuild, then run ctest again.\n")
+    if rc == 0:
+        return "passed", text
+    if "std::bad_alloc" in text or "bad_alloc" in text:
+        return "memory", text + (f"\nMEMORY: '{case}' ran out of its {mem_mb} MiB memory "
+                                 "limit.\n")
+    return "failed", text
+
+
+def finish(status, output):
+    sys.stdout.write(output)
+    sys.stdout.flush()
+    if status == "passed":
+        return 0
+    if status == "skipped":
+        return SKIP_CODE
+    return 1
+
+
+def read_cases(build_dir, lab):
+    path = os.path.join(build_dir, "labtests", f"{lab}.cases")
+    if not os.path.exists(path):
+        sys.exit(f"{path} is missing: build the project first (cmake --build {build_dir})")
+    with open(path, encoding="utf-8") as f:
+        return [line for line in f.read().splitlines() if line]
+
+
+def cmd_case(a):
+    return finish(*run_case(a.exe, a.case, a.timeout, a.mem_mb))
+
+
+def cmd_lab_case(a):
+    impl = lab_impl()
+    return finish(*run_case(lab_exe(a.build_dir, a.lab, impl), a.case, a.timeout, a.mem_mb))
+
+
+def cmd_lab_build(a):
+    impl = lab_impl()
+    target = f"{a.lab}_tests_{impl}"
+    print(f"LAB_IMPL={impl}: building {target}", flush=True)
+    rc = subprocess.call(["cmake", "--build", a.build_dir, "--target", target])
+    if rc != 0:
+        print(f"\nBUILD FAILED for LAB_IMPL={impl} ({a.lab}). The compiler errors are above; "
+              "every test of this lab is reported as not run until it builds.")
+    return rc
+
+
+def report_dir(build_dir):
+    return os.path.join(build_dir, "labtests", "mutant-reports")
+
+
+def cmd_mutant_report(a):
+    d = report_dir(a.build_dir)
+    if not os.path.isdir(d):
+        return 0
+    names = sorted(os.listdir(d))
+    if a.clear:
+        for n in names:
+            os.remove(os.path.join(d, n))
+        return 0
+    if names:
+        print("\nMutants and the test cases that caught them:")
+        for n in names:
+            with open(os.path.join(d, n), encoding="utf-8") as f:
+                sys.stdout.write(f.read())
+    return 0
+
+
+def cmd_mutant(a):
+    exe = lab_exe(a.build_dir, a.lab, f"mutant_{a.mutant}")
+    killers, survivors = [], []
+    for case in read_cases(a.build_dir, a.lab):
+        status, _ = run_case(exe, case, timeout=a.timeout, mem_mb=a.mem_mb)
+        if status == "missing":
+            print(f"ERROR: {exe} is missing or stale; build the project first.")
+            return 1
+        (survivors if status == "passed" else killers).append((case, status))
+    print(f"mutant {a.lab}/{a.mutant}: {len(killers)} of {len(killers) + len(survivors)} "
+          "cases caught it")
+    for case, status in killers:
+        print(f"  killed by: {case} ({status})")
+    lines = [f"  {a.lab}/{a.mutant}: " +
+             (f"caught by {len(killers)} of {len(killers) + len(survivors)} cases"
+              if killers else "SURVIVED (no test case fails on it)")]
+    lines += [f"      {case} ({status})" for case, status in killers]
+    os.makedirs(report_dir(a.build_dir), exist_ok=True)
+    with open(os.path.join(report_dir(a.build_dir), f"{a.lab}_{a.mutant}.txt"), "w",
+              encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    if not killers:
+        print(f"SURVIVED: no {a.lab} test case fails on this mutant. Add a test that does.")
+        return 1
+    return 0
+
+
+def cmd_starter_check(a):
+    exe = lab_exe(a.build_dir, a.lab, "starter")
+    bad = []
+    cases = read_cases(a.build_dir, a.lab)
+    for case in cases:
+        status, out = run_case(exe, case, timeout=a.timeout, mem_mb=a.mem_mb)
+        if status == "passed" or f"TODO({a.lab})" not in out:
+            bad.append((case, status))
+    if bad:
+        print(f"{len(bad)} of {len(cases)} {a.lab} cases do not fail with a TODO({a.lab}) "
+              "message on the untouched starter:")
+        for case, status in bad:
+            print(f"  {case} ({status})")
+        return 1
+    print(f"all {len(cases)} {a.lab} cases fail on the starter with a TODO({a.lab}) message")
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def common(sp, lab=True):
+        if lab:
+            sp.add_argument("--build-dir", required=True)
+            sp.add_argument("--lab", required=True)
+        sp.add_argument("--timeout", type=float, default=30.0)
+        sp.add_argument("--mem-mb", type=int, default=2048)
+
+    sp = sub.add_parser("case")
+    sp.add_argument("--exe", required=True)
+    sp.add_argument("--case", required=True)
+    common(sp, lab=False)
+    sp.set_defaults(fn=cmd_case)
+    sp = sub.add_parser("lab-case")
+    sp.add_argument("--case", required=True)
+    common(sp)
+    sp.set_defaults(fn=cmd_lab_case)
+    sp = sub.add_parser("lab-build")
+    common(sp)
+    sp.set_defaults(fn=cmd_lab_build)
+    sp = sub.add_parser("mutant")
+    sp.add_argument("--mutant", required=True)
+    common(sp)
+    sp.set_defaults(fn=cmd_mutant)
+    sp = sub.add_parser("starter-check")
+    common(sp)
+    sp.set_defaults(fn=cmd_starter_check)
+    sp = sub.add_parser("mutant-report")
+    sp.add_argument("--build-dir", required=True)
+    sp.add_argument("--clear", action="store_true")
+    sp.set_defaults(fn=cmd_mutant_report)
+    a = p.parse_args()
+    if a.cmd in ("mutant", "starter-check"):
+        a.timeout = min(a.timeout, 10.0)
+    return a.fn(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
