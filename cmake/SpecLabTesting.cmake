@@ -4,7 +4,8 @@
 # timeout and a memory limit and turns a crash into a readable message. A crash or hang therefore
 # fails only its own test.
 #
-#   speclab_add_doctest(<exe-target> PREFIX <name> LABELS <labels...> [TIMEOUT <s>] [PROPERTIES ...])
+#   speclab_add_doctest(<exe-target> PREFIX <name> LABELS <labels...> [TIMEOUT <s>] [MEM_MB <MiB>]
+#                       [PROPERTIES ...])   MEM_MB 0 lifts the memory limit (AddressSanitizer)
 #       for engine and tool tests: runs the executable directly.
 #   speclab_add_lab(<labNN> DIR <folder> [MUTANTS <names...>])
 #       for a lab: the implementation under test is picked by LAB_IMPL when the tests run.
@@ -13,6 +14,9 @@ set(SPECLAB_TESTRUN ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/testrun.py
 set(SPECLAB_LABTESTS_DIR ${PROJECT_BINARY_DIR}/labtests)
 set(SPECLAB_CASE_TIMEOUT 30 CACHE STRING "Seconds one test case may run before it fails")
 set(SPECLAB_CASE_MEMORY_MB 2048 CACHE STRING "Address-space limit (MiB) for one test case")
+if(SPECLAB_ASAN)
+  set(SPECLAB_CASE_MEMORY_MB 0)  # AddressSanitizer reserves terabytes of address space
+endif()
 
 # One small static library holds doctest's main(), compiled once.
 add_library(speclab_doctest_main STATIC ${PROJECT_SOURCE_DIR}/tests/support/doctest_main.cpp)
@@ -52,7 +56,10 @@ function(_speclab_discover target list_file ctest_file)
 endfunction()
 
 function(speclab_add_doctest target)
-  cmake_parse_arguments(A "" "PREFIX;TIMEOUT" "LABELS;PROPERTIES" ${ARGN})
+  cmake_parse_arguments(A "" "PREFIX;TIMEOUT;MEM_MB" "LABELS;PROPERTIES" ${ARGN})
+  if(NOT DEFINED A_MEM_MB)
+    set(A_MEM_MB ${SPECLAB_CASE_MEMORY_MB})
+  endif()
   if(NOT A_PREFIX)
     set(A_PREFIX ${target})
   endif()
@@ -67,7 +74,7 @@ function(speclab_add_doctest target)
     ${CMAKE_CURRENT_BINARY_DIR}/${target}_tests.cmake
     PREFIX "${A_PREFIX}"
     RUNNER ${SPECLAB_TESTRUN} case --exe $<TARGET_FILE:${target}>
-           --timeout ${A_TIMEOUT} --mem-mb ${SPECLAB_CASE_MEMORY_MB} --case
+           --timeout ${A_TIMEOUT} --mem-mb ${A_MEM_MB} --case
     PROPERTIES LABELS "${labels}" TIMEOUT ${ctest_timeout} SKIP_RETURN_CODE 77 ${A_PROPERTIES})
 endfunction()
 
