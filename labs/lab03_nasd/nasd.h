@@ -59,7 +59,7 @@ VerifyResult verify_sampled(std::span<const Token> drafts, const Logits& logits,
 struct NasdConfig {
   int n = 3;                    // longest n-gram: the context is up to n-1 tokens
   int min_context = 1;          // back-off floor of the NGramStorage
-  int filler_top_k = 1;         // 1: learn only the emitted tokens; k > 1: also the target's top-k
+  int filler_top_k = 3;         // 1: learn only the emitted tokens; k > 1: also the target's top-k
   bool stop_if_unknown = true;  // end the draft at the first miss instead of padding
 };
 

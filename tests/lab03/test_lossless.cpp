@@ -193,9 +193,10 @@ TEST_SUITE("lab03 / Checking it two ways") {
 
   TEST_CASE("with the NASD drafter the first 3 tokens match the exact target distribution") {
     // The prompt is 8 tokens plus 40 tokens of the target's own greedy text, so the drafter's
-    // storage knows the likely continuations and drafts from the first round on. (A correct
-    // rule reproduces plain sampling token for token, so its numbers equal the oracle case's;
-    // a wrong rule differs here because the drafts differ.)
+    // storage knows the likely continuations and drafts from the first round on (with the cold
+    // 8-token prompt it drafts nothing in the first 3 tokens, and any verify rule would pass).
+    // Measured: TV 0.0069, chi-square 9.3 on 12 dof (p = 0.68); the fresh-draw mutant gives
+    // TV 0.106 and p ~ 1e-233.
     ToyTarget target = stat_target();
     Seq prompt = target.make_prompt(8);
     DecodeConfig greedy;
