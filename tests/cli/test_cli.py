@@ -134,6 +134,8 @@ class BadInput(unittest.TestCase):
         self.assert_refused(["chat", "--model", "toy"], "no message on standard input", stdin=b"")
         self.assert_refused(["generate", "--model", "toy", "--drafter", "auto", "--auto-inner",
                              "auto"], "--auto-inner")
+        self.assert_refused(["generate", "--model", "toy", "--drafter", "ngram", "--n", "1"],
+                            "--drafter ngram: ", "n must be >= 2")
 
     def test_bad_lab_impl(self):
         rc, _, err = speclab("--help", env={"LAB_IMPL": "solutions"})
@@ -179,12 +181,24 @@ class Generate(unittest.TestCase):
     def test_every_drafter_gives_the_plain_decoding_output(self):
         _, base, _ = speclab("generate", "--model", "toy", "--regime", "markov", "--drafter", "none",
                              "--max-new-tokens", "120")
-        for drafter in ("prompt-lookup", "auto"):
+        for drafter in ("prompt-lookup", "ngram", "nasd", "auto"):
             for k in ("1", "4"):
                 rc, out, err = speclab("generate", "--model", "toy", "--regime", "markov",
                                        "--drafter", drafter, "--k", k, "--max-new-tokens", "120")
                 self.assertEqual(rc, 0, err)
                 self.assertEqual(out, base, f"{drafter} k={k}")
+
+    def test_sampled_speculation_gives_the_plain_sampling_output(self):
+        args = ["generate", "--model", "toy", "--regime", "markov", "--max-new-tokens", "120",
+                "--temperature", "0.8", "--seed", "7"]
+        _, base, _ = speclab(*args, "--drafter", "none")
+        _, greedy, _ = speclab("generate", "--model", "toy", "--regime", "markov",
+                               "--max-new-tokens", "120", "--drafter", "none")
+        self.assertNotEqual(base, greedy, "the temperature must change the text")
+        for drafter in ("prompt-lookup", "nasd", "auto"):
+            rc, out, err = speclab(*args, "--drafter", drafter)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(out, base, drafter)
 
     def test_periodic_text_needs_far_fewer_target_runs(self):
         _, _, err = speclab("generate", "--model", "toy", "--max-new-tokens", "200", "--k", "5")

@@ -15,6 +15,8 @@
 #include "mini_engine/model/gguf.h"
 #include "mini_engine/targets/cuda/cuda_llama.h"
 #include "mini_engine/targets/toy_target.h"
+#include "nasd.h"
+#include "ngram_storage.h"
 #include "prompt_lookup.h"
 
 namespace speclab::cli {
@@ -213,9 +215,9 @@ const std::vector<DrafterInfo>& drafter_catalog() {
       {"none", "plain decoding: no drafts, one target run per token", "", false, true},
       {"prompt-lookup", "copy what followed the last earlier match of the final n tokens", "lab01",
        true, true},
-      {"ngram", "n-gram counts with back-off, learned from the text so far", "lab02", true, false},
+      {"ngram", "n-gram counts with back-off, learned from the text so far", "lab02", true, true},
       {"nasd", "n-gram storage that also learns the target's top-k tokens (NASD)", "lab03", true,
-       false},
+       true},
       {"pool", "TensorRT-LLM-style n-gram pool; the public pool persists across requests", "lab04",
        true, false},
       {"sa", "suffix automaton: the longest earlier match, however long", "lab05", false, false},
@@ -281,7 +283,9 @@ void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string
       ->group(g);
   cmd.add_flag("--pad", o.pad, "ngram, nasd: pad a miss and keep drafting instead of stopping")
       ->group(g);
-  cmd.add_option("--filler-top-k", o.filler_top_k, "nasd: also learn the target's top-k tokens")
+  cmd.add_option("--filler-top-k", o.filler_top_k,
+                 "nasd: after each round also learn the target's top-k tokens (1 = only the "
+                 "emitted ones)")
       ->check(int_in(1, 64, "tokens learned per position"))
       ->capture_default_str()
       ->group(g);
@@ -302,6 +306,38 @@ void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string
       ->group(g);
 }
 
+namespace {
+// The drafter itself, once make_drafter() has checked the name and k.
+std::unique_ptr<Drafter> make_lab_drafter(const DrafterOptions& o, int k) {
+  if (o.drafter == "prompt-lookup") return std::make_unique<PromptLookupDrafter>(o.n);
+  if (o.drafter == "ngram") {
+    NGramDrafterConfig c;
+    c.n = o.n;
+    c.min_context = o.min_context;
+    c.stop_if_unknown = !o.pad;
+    return std::make_unique<NGramDrafter>(c);
+  }
+  if (o.drafter == "nasd") {
+    NasdConfig c;
+    c.n = o.n;
+    c.min_context = o.min_context;
+    c.filler_top_k = o.filler_top_k;
+    c.stop_if_unknown = !o.pad;
+    return std::make_unique<NasdDrafter>(c);
+  }
+  if (o.drafter == "auto") {
+    if (o.auto_inner == "auto" || o.auto_inner == "none") {
+      throw UsageError("--auto-inner must name a drafter other than none and auto");
+    }
+    DrafterOptions inner = o;
+    inner.drafter = o.auto_inner;
+    std::unique_ptr<Drafter> steered = make_drafter(inner, k);
+    return std::make_unique<AutoDrafter>(std::move(steered));
+  }
+  throw std::logic_error("make_drafter: '" + o.drafter + "' is marked available but not built");
+}
+}  // namespace
+
 std::unique_ptr<Drafter> make_drafter(const DrafterOptions& o, int k) {
   const DrafterInfo& info = drafter_info(o.drafter);
   if (!info.available) {
@@ -313,17 +349,14 @@ std::unique_ptr<Drafter> make_drafter(const DrafterOptions& o, int k) {
     throw UsageError("--k must be between 1 and 64 (drafts per round), got " + std::to_string(k));
   }
   if (o.drafter == "none") return nullptr;
-  if (o.drafter == "prompt-lookup") return std::make_unique<PromptLookupDrafter>(o.n);
-  if (o.drafter == "auto") {
-    if (o.auto_inner == "auto" || o.auto_inner == "none") {
-      throw UsageError("--auto-inner must name a drafter other than none and auto");
-    }
-    DrafterOptions inner = o;
-    inner.drafter = o.auto_inner;
-    return std::make_unique<AutoDrafter>(make_drafter(inner, k));
+  try {
+    return make_lab_drafter(o, k);
+  } catch (const std::invalid_argument& e) {
+    // A lab's constructor refused an option (n too small for an n-gram model, ...).
+    throw UsageError("--drafter " + o.drafter + ": " + e.what());
   }
-  throw std::logic_error("make_drafter: '" + o.drafter + "' is marked available but not built");
 }
+
 
 void check_n_fits(const DrafterOptions& o, const Target& target, std::size_t prompt_tokens,
                   int max_new_tokens) {
@@ -379,10 +412,8 @@ DecodeConfig decode_config(const DecodeOptions& o) {
 }
 
 VerifyRule make_verify_rule(const SamplingParams& sampling) {
-  if (sampling.temperature == 0.0) return greedy_verify_rule();
-  throw UsageError("--temperature > 0 with a drafter needs sampled verification, which comes "
-                   "with lab03 and is not in this build yet; use --temperature 0, or "
-                   "--drafter none to sample without speculation");
+  if (sampling.temperature == 0.0) return greedy_verify_rule();  // lab 01
+  return sampled_verify_rule();                                   // lab 03
 }
 
 GenerationResult run_decode(Target& target, Drafter* drafter, const VerifyRule& verify,

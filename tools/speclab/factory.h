@@ -73,7 +73,7 @@ struct DrafterOptions {
   int n = 3;              // prompt-lookup: match length; ngram/nasd: longest n-gram; pool: longest key
   int min_context = 1;    // ngram/nasd: the back-off floor
   bool pad = false;       // ngram/nasd: pad a miss instead of ending the draft
-  int filler_top_k = 1;   // nasd: also learn the target's top-k tokens
+  int filler_top_k = 3;   // nasd: also learn the target's top-k tokens (lab 03's default)
   bool pool_private = false;   // pool: one pool per request instead of the public pool
   bool pool_newest = false;    // pool: propose the newest value instead of the oldest
   bool pool_keep_one = false;  // pool: keep only the longest value per key
