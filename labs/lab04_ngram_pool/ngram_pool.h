@@ -30,11 +30,12 @@ struct NGramPoolConfig {
   bool is_keep_all = true;          // keep several values per key; false: only the longest one
   bool is_use_oldest = true;        // with is_keep_all: propose the oldest value; false: the newest
   bool is_public_pool = true;       // NGramPoolManager: one pool for every request; false: one each
-  std::size_t capacity = std::size_t{1} << 18;  // the most keys one pool holds; 0 = no limit.
-                                    // Inserting a new key into a full pool first evicts the least
-                                    // recently used key (with all its values).
-  int max_values_per_key = 8;       // with is_keep_all: the most values one key holds; a new value
-                                    // for a full key drops that key's oldest value; 0 = no limit
+  // The most keys one pool holds; 0 = no limit. Inserting a new key into a full pool first
+  // evicts the least recently used key (with all its values).
+  std::size_t capacity = std::size_t{1} << 18;
+  // With is_keep_all: the most values one key holds; a new value for a full key drops that key's
+  // oldest value. 0 = no limit.
+  int max_values_per_key = 8;
 };
 
 // Work and eviction counters. Every NGramPool member that changes the pool keeps them current.
@@ -147,8 +148,8 @@ class NGramPool {
 
  private:
   struct Entry {
-    std::vector<NGram> values;                 // oldest first; see insert_pair for the rules
-    std::list<const NGram*>::iterator recency; // this key's place in lru_
+    std::vector<NGram> values;                  // oldest first; see insert_pair for the rules
+    std::list<const NGram*>::iterator recency;  // this key's place in lru_
   };
   // Moves `e`'s key to the front of lru_ (most recently used). O(1).
   void touch(Entry& e) { lru_.splice(lru_.begin(), lru_, e.recency); }
@@ -197,9 +198,9 @@ class NGramPoolManager {
 
  private:
   struct Request {
-    NGramPool* pool = nullptr;         // the public pool or `own`
-    std::unique_ptr<NGramPool> own;    // the private pool, when there is one
-    std::size_t seen = 0;              // tokens of the request already in the pool
+    NGramPool* pool = nullptr;       // the public pool or `own`
+    std::unique_ptr<NGramPool> own;  // the private pool, when there is one
+    std::size_t seen = 0;            // tokens of the request already in the pool
   };
   NGramPoolConfig config_;
   std::unique_ptr<NGramPool> public_pool_;  // used only with is_public_pool

@@ -19,34 +19,122 @@
 
 namespace speclab {
 
-// One state's outgoing transitions, token -> state index, kept sorted by token. Copyable (a clone
-// copies its original's table). find() is O(log degree); set() is O(degree) for a new token.
+// One state's outgoing transitions, token -> state index. Copyable (a clone copies its original's
+// table). Most states have one or two transitions: those sit inside the object itself, so
+// following one costs no extra memory access. Up to kListMax sit in a short heap list searched
+// in order. A state with more (the root sees every distinct token) switches to an
+// open-addressing hash table, so find() and set() stay O(1) on average whatever the vocabulary.
 class TransitionMap {
  public:
-  // The target state for `t`, or -1 when there is no transition on `t`.
+  // The target state for `t` (t >= 0), or -1 when there is no transition on `t`.
   int find(Token t) const {
-    const auto it = lower(t);
-    return it != edges_.end() && it->first == t ? it->second : -1;
-  }
-  // Adds the transition on `t`, or redirects it when it exists.
-  void set(Token t, int state) {
-    const auto it = lower(t);
-    if (it != edges_.end() && it->first == t) {
-      edges_[static_cast<std::size_t>(it - edges_.begin())].second = state;
-    } else {
-      edges_.insert(it, {t, state});
+    if (size_ <= kInline) {
+      for (std::uint32_t i = 0; i < size_; ++i) {
+        if (inline_[i].token == t) return inline_[i].state;
+      }
+      return -1;
+    }
+    if (!hashed_) {
+      for (const Edge& e : heap_) {
+        if (e.token == t) return e.state;
+      }
+      return -1;
+    }
+    const std::size_t mask = heap_.size() - 1;
+    for (std::size_t i = slot(t, mask);; i = (i + 1) & mask) {
+      if (heap_[i].token == t) return heap_[i].state;
+      if (heap_[i].token == kEmpty) return -1;
     }
   }
-  std::size_t size() const { return edges_.size(); }
-  // (token, state) pairs in increasing token order.
-  const std::vector<std::pair<Token, int>>& edges() const { return edges_; }
+  // Adds the transition on `t` (t >= 0), or redirects it when it exists.
+  void set(Token t, int state) {
+    if (size_ <= kInline) {
+      for (std::uint32_t i = 0; i < size_; ++i) {
+        if (inline_[i].token == t) {
+          inline_[i].state = state;
+          return;
+        }
+      }
+      if (size_ < kInline) {
+        inline_[size_++] = {t, state};
+        return;
+      }
+      heap_.assign(inline_, inline_ + kInline);  // the inline edges move to the heap list
+    } else if (!hashed_) {
+      for (Edge& e : heap_) {
+        if (e.token == t) {
+          e.state = state;
+          return;
+        }
+      }
+    }
+    if (!hashed_ && heap_.size() < kListMax) {
+      heap_.push_back({t, state});
+      ++size_;
+      return;
+    }
+    if (!hashed_) rehash(4 * kListMax);
+    if (2 * (static_cast<std::size_t>(size_) + 1) > heap_.size()) rehash(2 * heap_.size());
+    const std::size_t mask = heap_.size() - 1;
+    for (std::size_t i = slot(t, mask);; i = (i + 1) & mask) {
+      if (heap_[i].token == t) {
+        heap_[i].state = state;
+        return;
+      }
+      if (heap_[i].token == kEmpty) {
+        heap_[i] = {t, state};
+        ++size_;
+        return;
+      }
+    }
+  }
+  std::size_t size() const { return size_; }
+  // Bytes this map holds on the heap (beyond the object itself).
+  std::size_t heap_bytes() const { return heap_.capacity() * sizeof(Edge); }
+  // (token, state) pairs in increasing token order (for inspection; O(size log size)).
+  std::vector<std::pair<Token, int>> edges() const {
+    std::vector<std::pair<Token, int>> out;
+    if (size_ <= kInline) {
+      for (std::uint32_t i = 0; i < size_; ++i)
+        out.emplace_back(inline_[i].token, inline_[i].state);
+    } else {
+      for (const Edge& e : heap_) {
+        if (e.token != kEmpty) out.emplace_back(e.token, e.state);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
 
  private:
-  std::vector<std::pair<Token, int>>::const_iterator lower(Token t) const {
-    return std::lower_bound(edges_.begin(), edges_.end(), t,
-                            [](const std::pair<Token, int>& e, Token x) { return e.first < x; });
+  struct Edge {
+    Token token;
+    int state;
+  };
+  static constexpr Token kEmpty = -1;          // marks a free hash slot (token ids are >= 0)
+  static constexpr std::uint32_t kInline = 2;  // edges stored inside the object
+  static constexpr std::size_t kListMax = 8;   // more than this: hash table
+  static std::size_t slot(Token t, std::size_t mask) {
+    const std::uint64_t h =
+        static_cast<std::uint64_t>(static_cast<std::uint32_t>(t)) * 0x9e3779b97f4a7c15ULL;
+    return static_cast<std::size_t>(h ^ (h >> 32)) & mask;
   }
-  std::vector<std::pair<Token, int>> edges_;
+  void rehash(std::size_t buckets) {  // buckets: a power of two
+    std::vector<Edge> old = std::move(heap_);
+    heap_.assign(buckets, Edge{kEmpty, -1});
+    hashed_ = true;
+    const std::size_t mask = buckets - 1;
+    for (const Edge& e : old) {
+      if (e.token == kEmpty) continue;
+      std::size_t i = slot(e.token, mask);
+      while (heap_[i].token != kEmpty) i = (i + 1) & mask;
+      heap_[i] = e;
+    }
+  }
+  Edge inline_[kInline] = {};  // the edges while size_ <= kInline
+  std::uint32_t size_ = 0;
+  bool hashed_ = false;
+  std::vector<Edge> heap_;  // list mode: exactly size_ edges; hash mode: a power-of-two table
 };
 
 // The longest suffix of the stream that also occurred earlier, and where.
@@ -99,6 +187,12 @@ class SuffixAutomaton {
     for (const State& s : states_) n += s.next.size();
     return n;
   }
+  // Approximate bytes held: the states, their heap transition tables and the tokens.
+  std::size_t memory_bytes() const {
+    std::size_t n = states_.capacity() * sizeof(State) + tokens_.capacity() * sizeof(Token);
+    for (const State& s : states_) n += s.next.heap_bytes();
+    return n;
+  }
   // True when `pattern` occurs in the stream (walks the transitions from the root).
   bool contains(std::span<const Token> pattern) const {
     int s = 0;
@@ -111,13 +205,13 @@ class SuffixAutomaton {
 
  private:
   struct State {
-    int len = 0;                // the longest substring this state stands for
-    int link = -1;              // suffix link: a state with a shorter len; -1 for the root only
+    int len = 0;                  // the longest substring this state stands for
+    int link = -1;                // suffix link: a state with a shorter len; -1 for the root only
     std::int64_t first_end = -1;  // where the first occurrence of this state's substrings ends
     TransitionMap next;
   };
-  std::vector<State> states_;   // states_[0] is the root
-  int last_ = 0;                // the state of the whole stream
+  std::vector<State> states_;  // states_[0] is the root
+  int last_ = 0;               // the state of the whole stream
   std::vector<Token> tokens_;
 };
 
@@ -146,7 +240,8 @@ inline void sync_automaton(SuffixAutomaton& sa, std::span<const Token> context) 
 class SuffixAutomatonDrafter final : public Drafter {
  public:
   explicit SuffixAutomatonDrafter(int min_match = 1) : min_match_(min_match) {
-    if (min_match < 1) throw std::invalid_argument("SuffixAutomatonDrafter: min_match must be >= 1");
+    if (min_match < 1)
+      throw std::invalid_argument("SuffixAutomatonDrafter: min_match must be >= 1");
   }
   std::string name() const override { return "sa(min_match=" + std::to_string(min_match_) + ")"; }
   void begin(std::span<const Token> prompt) override {

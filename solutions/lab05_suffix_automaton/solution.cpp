@@ -9,7 +9,9 @@
 namespace speclab {
 
 void SuffixAutomaton::extend(Token t) {
-  if (t < 0) throw std::invalid_argument("SuffixAutomaton::extend: negative token id " + std::to_string(t));
+  if (t < 0) {
+    throw std::invalid_argument("SuffixAutomaton::extend: negative token id " + std::to_string(t));
+  }
   const auto position = static_cast<std::int64_t>(tokens_.size());
   tokens_.push_back(t);
 
@@ -56,7 +58,10 @@ SuffixMatch SuffixAutomaton::longest_match() const {
 }
 
 std::vector<Token> SuffixAutomaton::propose(int k, int min_match) const {
-  if (k < 0) throw std::invalid_argument("SuffixAutomaton::propose: k must be >= 0, got " + std::to_string(k));
+  if (k < 0) {
+    throw std::invalid_argument("SuffixAutomaton::propose: k must be >= 0, got " +
+                                std::to_string(k));
+  }
   if (min_match < 1) {
     throw std::invalid_argument("SuffixAutomaton::propose: min_match must be >= 1, got " +
                                 std::to_string(min_match));
@@ -72,9 +77,12 @@ std::vector<Token> SuffixAutomaton::propose(int k, int min_match) const {
 std::vector<Token> enhanced_propose(const SuffixAutomaton& sa, Drafter& inner,
                                     std::span<const Token> context, int k, int threshold) {
   if (threshold < 1) {
-    throw std::invalid_argument("enhanced_propose: threshold must be >= 1, got " + std::to_string(threshold));
+    throw std::invalid_argument("enhanced_propose: threshold must be >= 1, got " +
+                                std::to_string(threshold));
   }
-  if (k < 1) throw std::invalid_argument("enhanced_propose: k must be >= 1, got " + std::to_string(k));
+  if (k < 1) {
+    throw std::invalid_argument("enhanced_propose: k must be >= 1, got " + std::to_string(k));
+  }
   if (sa.longest_match().length >= threshold) return sa.propose(k, threshold);
   return inner.propose(context, k);
 }

@@ -24,8 +24,8 @@ struct TwoTurns {
   double al_turn1 = 0, al_turn2 = 0;
 };
 
-TwoTurns two_turn_conversation(ToyRegime regime, double noise, std::uint64_t seed,
-                               bool is_public, int kept_output) {
+TwoTurns two_turn_conversation(ToyRegime regime, double noise, std::uint64_t seed, bool is_public,
+                               int kept_output) {
   ToyTargetConfig cfg;
   cfg.regime = regime;
   cfg.vocab_size = 64;
@@ -45,7 +45,9 @@ TwoTurns two_turn_conversation(ToyRegime regime, double noise, std::uint64_t see
       run_speculative(target, drafter, greedy_verify_rule(), turn1_prompt, dc);
   V turn2_prompt = turn1_prompt;
   turn2_prompt.insert(turn2_prompt.end(), turn1.tokens.end() - kept_output, turn1.tokens.end());
-  for (int i = 0; i < 6; ++i) turn2_prompt.push_back(static_cast<Token>((seed * 31 + i * 7 + 3) % 64));
+  for (int i = 0; i < 6; ++i) {
+    turn2_prompt.push_back(static_cast<Token>((seed * 31 + i * 7 + 3) % 64));
+  }
   const GenerationResult turn2 =
       run_speculative(target, drafter, greedy_verify_rule(), turn2_prompt, dc);
   return {turn1.stats.tokens_per_run(), turn2.stats.tokens_per_run()};
@@ -67,8 +69,8 @@ TEST_SUITE("lab04 / Conversations: when a public pool pays") {
         pub += p.al_turn2;
         priv += q.al_turn2;
       }
-      INFO("regime=", to_string(regime), " mean AL: turn 1 ", t1 / 10, ", turn 2 public ",
-           pub / 10, ", turn 2 private ", priv / 10);
+      INFO("regime=", to_string(regime), " mean AL: turn 1 ", t1 / 10, ", turn 2 public ", pub / 10,
+           ", turn 2 private ", priv / 10);
       CHECK(pub > 1.1 * t1);
       CHECK(priv > 1.1 * t1);
       CHECK(pub == doctest::Approx(priv).epsilon(0.03));

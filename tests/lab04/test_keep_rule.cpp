@@ -43,11 +43,11 @@ TEST_SUITE("lab04 / Keeping values: the keep rule") {
   TEST_CASE("keep one: only a strictly longer value replaces the kept value") {
     NGramPool pool(config(2, 4, /*keep_all=*/false));
     pool.insert_pair(V{5}, V{1, 2});
-    pool.insert_pair(V{5}, V{8, 9});      // as long: the first stays
+    pool.insert_pair(V{5}, V{8, 9});  // as long: the first stays
     CHECK(pool.values(V{5}) == Values{{1, 2}});
-    pool.insert_pair(V{5}, V{3});         // shorter: ignored
+    pool.insert_pair(V{5}, V{3});  // shorter: ignored
     CHECK(pool.values(V{5}) == Values{{1, 2}});
-    pool.insert_pair(V{5}, V{4, 4, 4});   // longer: replaces
+    pool.insert_pair(V{5}, V{4, 4, 4});  // longer: replaces
     CHECK(pool.values(V{5}) == Values{{4, 4, 4}});
   }
 

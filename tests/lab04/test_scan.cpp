@@ -51,7 +51,8 @@ TEST_SUITE("lab04 / The initial scan") {
     CHECK(checked == 18);
   }
 
-  TEST_CASE("the last key of each length gets the final token as its value (scan range off-by-one)") {
+  TEST_CASE(
+      "the last key of each length gets the final token as its value (scan range off-by-one)") {
     NGramPool pool(config(3, 5));
     pool.scan(V{10, 11, 12, 13, 14, 15, 16, 17});
     INFO("a key needs one token after it: starts run while i + n < size, not i + n + 1 < size");

@@ -16,7 +16,7 @@ TEST_SUITE("lab04 / The per-token update") {
     const V tokens = {1, 2, 3, 4};
     pool.scan(std::span<const Token>(tokens).first(3));  // 1 2 3
     CHECK(pool.values(V{1}) == Values{{2, 3}});
-    pool.update(tokens);                                 // 4 arrives
+    pool.update(tokens);  // 4 arrives
     CHECK(pool.values(V{1}) == Values{{2, 3, 4}});
     CHECK(pool.values(V{2}) == Values{{3, 4}});
     CHECK(pool.values(V{1, 2}) == Values{{3, 4}});

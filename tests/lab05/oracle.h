@@ -19,8 +19,8 @@ inline SuffixMatch brute_longest_match(const V& s) {
   SuffixMatch best;
   for (std::int64_t e = 0; e + 1 < n; ++e) {
     int len = 0;
-    while (e - len >= 0 && s[static_cast<std::size_t>(e - len)] ==
-                               s[static_cast<std::size_t>(n - 1 - len)]) {
+    while (e - len >= 0 &&
+           s[static_cast<std::size_t>(e - len)] == s[static_cast<std::size_t>(n - 1 - len)]) {
       ++len;
     }
     if (len > best.length) best = {len, e};
@@ -34,7 +34,8 @@ inline V brute_propose(const V& s, int k, int min_match) {
   if (m.length == 0 || m.length < min_match) return {};
   const auto from = static_cast<std::size_t>(m.end + 1);
   const std::size_t to = std::min(s.size(), from + static_cast<std::size_t>(k));
-  return V(s.begin() + static_cast<std::ptrdiff_t>(from), s.begin() + static_cast<std::ptrdiff_t>(to));
+  return V(s.begin() + static_cast<std::ptrdiff_t>(from),
+           s.begin() + static_cast<std::ptrdiff_t>(to));
 }
 
 inline Token draw(std::uint64_t seed, std::uint64_t i, int alphabet) {

@@ -128,8 +128,9 @@ TEST_SUITE("lab05 / The longest earlier match") {
   TEST_CASE("matches the brute-force oracle on periodic streams") {
     int checked = 0;
     for (int period = 1; period <= 7; ++period) {
-      checked += check_every_prefix(periodic_stream(static_cast<std::uint64_t>(period), 200, period),
-                                    "period " + std::to_string(period));
+      checked +=
+          check_every_prefix(periodic_stream(static_cast<std::uint64_t>(period), 200, period),
+                             "period " + std::to_string(period));
     }
     CHECK(checked == 7 * 200);
   }

@@ -33,7 +33,8 @@ TEST_SUITE("lab05 / Proposing from the match") {
   }
 
   TEST_CASE("proposals match the brute-force oracle on every prefix") {
-    for (const V& s : {random_stream(7, 250, 3), periodic_stream(8, 200, 5), mixed_stream(9, 300)}) {
+    for (const V& s :
+         {random_stream(7, 250, 3), periodic_stream(8, 200, 5), mixed_stream(9, 300)}) {
       SuffixAutomaton sa;
       V prefix;
       for (Token t : s) {
@@ -63,6 +64,18 @@ TEST_SUITE("lab05 / Proposing from the match") {
     CHECK(sa.propose(5, 1) == V{3});
   }
 
+  TEST_CASE("the drafter follows its context and rebuilds when the context does not extend it") {
+    SuffixAutomatonDrafter drafter(2);
+    drafter.begin(V{1, 2, 3, 1, 2});
+    CHECK(drafter.propose(V{1, 2, 3, 1, 2}, 3) == V{3, 1, 2});
+    CHECK(drafter.propose(V{1, 2, 3, 1, 2, 3}, 2) == V{1, 2});  // one more token: extended
+    CHECK(drafter.automaton().size() == 6);
+    CHECK(drafter.propose(V{7, 8, 7}, 3) == V{});  // a different context: rebuilt, match of 1
+    CHECK(drafter.automaton().size() == 3);
+    drafter.begin(V{4, 4, 4});  // a new generation starts from its own prompt
+    CHECK(drafter.propose(V{4, 4, 4}, 3) == V{4});
+  }
+
   TEST_CASE("k = 0 proposes nothing and a bad k or min_match throws") {
     const SuffixAutomaton sa = build(V{1, 2, 1, 2});
     CHECK(sa.propose(0, 1) == V{});
@@ -72,7 +85,8 @@ TEST_SUITE("lab05 / Proposing from the match") {
 }
 
 TEST_SUITE("lab05 / Longest match versus a fixed n") {
-  TEST_CASE("prompt lookup follows the latest short match where the automaton follows the long one") {
+  TEST_CASE(
+      "prompt lookup follows the latest short match where the automaton follows the long one") {
     // "1 2 3 4 5 6" was followed by 10 11 12. Later "5 6" alone was followed by 20 21 22.
     const V ctx = {1, 2, 3, 4, 5, 6, 10, 11, 12, 7, 5, 6, 20, 21, 22, 8, 1, 2, 3, 4, 5, 6};
     INFO("fixed n = 2 sees only '5 6' and copies its latest continuation");
