@@ -240,8 +240,9 @@ inline void sync_automaton(SuffixAutomaton& sa, std::span<const Token> context) 
 class SuffixAutomatonDrafter final : public Drafter {
  public:
   explicit SuffixAutomatonDrafter(int min_match = 1) : min_match_(min_match) {
-    if (min_match < 1)
+    if (min_match < 1) {
       throw std::invalid_argument("SuffixAutomatonDrafter: min_match must be >= 1");
+    }
   }
   std::string name() const override { return "sa(min_match=" + std::to_string(min_match_) + ")"; }
   void begin(std::span<const Token> prompt) override {
