@@ -4,7 +4,8 @@
 # timeout and a memory limit and turns a crash into a readable message. A crash or hang therefore
 # fails only its own test.
 #
-#   speclab_add_doctest(<exe-target> PREFIX <name> LABELS <labels...> [TIMEOUT <s>] [PROPERTIES ...])
+#   speclab_add_doctest(<exe-target> PREFIX <name> LABELS <labels...> [TIMEOUT <s>] [MEM_MB <MiB>]
+#                       [PROPERTIES ...])   MEM_MB 0 lifts the memory limit (AddressSanitizer)
 #       for engine and tool tests: runs the executable directly.
 #   speclab_add_lab(<labNN> DIR <folder> [MUTANTS <names...>])
 #       for a lab: the implementation under test is picked by LAB_IMPL when the tests run.
@@ -13,6 +14,9 @@ set(SPECLAB_TESTRUN ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/testrun.py
 set(SPECLAB_LABTESTS_DIR ${PROJECT_BINARY_DIR}/labtests)
 set(SPECLAB_CASE_TIMEOUT 30 CACHE STRING "Seconds one test case may run before it fails")
 set(SPECLAB_CASE_MEMORY_MB 2048 CACHE STRING "Address-space limit (MiB) for one test case")
+if(SPECLAB_ASAN)
+  set(SPECLAB_CASE_MEMORY_MB 0)  # AddressSanitizer reserves terabytes of address space
+endif()
 
 # One small static library holds doctest's main(), compiled once.
 add_library(speclab_doctest_main STATIC ${PROJECT_SOURCE_DIR}/tests/support/doctest_main.cpp)
@@ -52,7 +56,13 @@ function(_speclab_discover target list_file ctest_file)
 endfunction()
 
 function(speclab_add_doctest target)
-  cmake_parse_arguments(A "" "PREFIX;TIMEOUT" "LABELS;PROPERTIES" ${ARGN})
+  cmake_parse_arguments(A "" "PREFIX;TIMEOUT;MEM_MB;CASES_FILE" "LABELS;PROPERTIES" ${ARGN})
+  if(NOT A_CASES_FILE)
+    set(A_CASES_FILE ${CMAKE_CURRENT_BINARY_DIR}/${target}.cases)
+  endif()
+  if(NOT DEFINED A_MEM_MB)
+    set(A_MEM_MB ${SPECLAB_CASE_MEMORY_MB})
+  endif()
   if(NOT A_PREFIX)
     set(A_PREFIX ${target})
   endif()
@@ -63,11 +73,11 @@ function(speclab_add_doctest target)
   string(REPLACE ";" "|" labels "${A_LABELS}")  # one list element; discover_doctest.cmake splits it
   target_link_libraries(${target} PRIVATE speclab_doctest_main)
   _speclab_discover(${target}
-    ${CMAKE_CURRENT_BINARY_DIR}/${target}.cases
+    ${A_CASES_FILE}
     ${CMAKE_CURRENT_BINARY_DIR}/${target}_tests.cmake
     PREFIX "${A_PREFIX}"
     RUNNER ${SPECLAB_TESTRUN} case --exe $<TARGET_FILE:${target}>
-           --timeout ${A_TIMEOUT} --mem-mb ${SPECLAB_CASE_MEMORY_MB} --case
+           --timeout ${A_TIMEOUT} --mem-mb ${A_MEM_MB} --case
     PROPERTIES LABELS "${labels}" TIMEOUT ${ctest_timeout} SKIP_RETURN_CODE 77 ${A_PROPERTIES})
 endfunction()
 
@@ -156,6 +166,45 @@ function(speclab_add_lab lab)
     add_test(NAME "mutants: ${lab}/${m} is caught"
       COMMAND ${SPECLAB_TESTRUN} mutant --build-dir ${PROJECT_BINARY_DIR} --lab ${lab} --mutant ${m})
     set_tests_properties("mutants: ${lab}/${m} is caught" PROPERTIES
+      LABELS mutants FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600)
+  endforeach()
+endfunction()
+
+# speclab_add_header_mutants(<group> TEST_TARGET <exe> HEADER <path from the project root>
+#                            MUTANTS <names...>)
+#   Engine mutants: tests/mutants/<group>/<name>.mutant edits a header-only engine file; the
+#   test executable is rebuilt with the edited copy first on its include path, and
+#   "mutants: <group>/<name> is caught" checks that at least one of its cases fails.
+#   The test target must be registered with speclab_add_doctest(... CASES_FILE
+#   ${SPECLAB_LABTESTS_DIR}/<group>.cases).
+function(speclab_add_header_mutants group)
+  cmake_parse_arguments(H "" "TEST_TARGET;HEADER" "MUTANTS" ${ARGN})
+  get_target_property(sources ${H_TEST_TARGET} SOURCES)
+  get_target_property(libs ${H_TEST_TARGET} LINK_LIBRARIES)
+  get_target_property(incs ${H_TEST_TARGET} INCLUDE_DIRECTORIES)
+  set(original ${PROJECT_SOURCE_DIR}/${H_HEADER})
+  foreach(m IN LISTS H_MUTANTS)
+    set(root ${CMAKE_CURRENT_BINARY_DIR}/mutants/${group}/${m})
+    set(mutated ${root}/${H_HEADER})
+    set(mutant_file ${PROJECT_SOURCE_DIR}/tests/mutants/${group}/${m}.mutant)
+    get_filename_component(mutated_dir ${mutated} DIRECTORY)
+    add_custom_command(OUTPUT ${mutated}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${mutated_dir}
+      COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/make_mutant.py
+              ${original} ${mutant_file} ${mutated}
+      DEPENDS ${original} ${mutant_file} ${PROJECT_SOURCE_DIR}/tools/make_mutant.py
+      COMMENT "Mutant ${group}/${m}"
+      VERBATIM)
+    set(exe ${group}_mutant_${m})
+    add_executable(${exe} EXCLUDE_FROM_ALL ${sources} ${mutated})
+    target_include_directories(${exe} BEFORE PRIVATE ${root})
+    target_include_directories(${exe} PRIVATE ${incs})
+    target_link_libraries(${exe} PRIVATE ${libs})
+    set_target_properties(${exe} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${SPECLAB_LABTESTS_DIR})
+    add_dependencies(speclab_aux ${exe})
+    add_test(NAME "mutants: ${group}/${m} is caught"
+      COMMAND ${SPECLAB_TESTRUN} mutant --build-dir ${PROJECT_BINARY_DIR} --lab ${group} --mutant ${m})
+    set_tests_properties("mutants: ${group}/${m} is caught" PROPERTIES
       LABELS mutants FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600)
   endforeach()
 endfunction()

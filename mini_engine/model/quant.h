@@ -1,0 +1,117 @@
+#pragma once
+// ggml tensor types and their block layouts, with reference dequantizers.
+//
+// The per-block functions are plain arithmetic marked SPECLAB_HD, so the CUDA kernels call the
+// very same code on the device that the host tests check here.
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#if defined(__CUDACC__)
+#define SPECLAB_HD __host__ __device__
+#else
+#define SPECLAB_HD
+#endif
+
+namespace speclab {
+
+// The ggml type ids that SpecLab reads (values as stored in GGUF tensor infos).
+enum class GgmlType : std::uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q4_1 = 3,
+  Q8_0 = 8,
+  BF16 = 30,
+};
+
+struct GgmlTypeInfo {
+  GgmlType type;
+  const char* name;
+  int block_size;  // elements per block (1 for the float types)
+  int type_size;   // bytes per block
+};
+
+// Returns the layout of a supported type id, or nullptr for any other id.
+const GgmlTypeInfo* ggml_type_info(std::uint32_t id);
+// "Q4_1", or "type 14" for an unknown id.
+std::string ggml_type_name(std::uint32_t id);
+
+// Q4_0: 32 weights as 4-bit codes q in [0, 15]; w = d * (q - 8).
+// Byte j of qs holds weight j in its low nibble and weight j + 16 in its high nibble.
+struct BlockQ4_0 {
+  std::uint16_t d;       // fp16 scale
+  std::uint8_t qs[16];
+};
+// Q4_1: like Q4_0 but w = d * q + m (an offset instead of the fixed -8).
+struct BlockQ4_1 {
+  std::uint16_t d;       // fp16 scale
+  std::uint16_t m;       // fp16 minimum
+  std::uint8_t qs[16];
+};
+// Q8_0: 32 signed 8-bit codes; w = d * q.
+struct BlockQ8_0 {
+  std::uint16_t d;       // fp16 scale
+  std::int8_t qs[32];
+};
+static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ8_0) == 34,
+              "ggml block layouts are packed");
+constexpr int kQuantBlock = 32;
+
+// IEEE half -> float, including subnormals, infinities and NaN.
+SPECLAB_HD inline float fp16_to_fp32(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  std::uint32_t exp = (h >> 10) & 0x1fu;
+  std::uint32_t mant = h & 0x3ffu;
+  std::uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalize
+      exp = 127 - 15 + 1;
+      while ((mant & 0x400u) == 0) {
+        mant <<= 1;
+        --exp;
+      }
+      mant &= 0x3ffu;
+      bits = sign | (exp << 23) | (mant << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// bfloat16 -> float: the top half of a float.
+SPECLAB_HD inline float bf16_to_fp32(std::uint16_t h) {
+  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// Weight i (0 <= i < 32) of one block.
+SPECLAB_HD inline float dequant_q4_0(const BlockQ4_0& b, int i) {
+  const int q = i < 16 ? (b.qs[i] & 0x0f) : (b.qs[i - 16] >> 4);
+  return fp16_to_fp32(b.d) * static_cast<float>(q - 8);
+}
+SPECLAB_HD inline float dequant_q4_1(const BlockQ4_1& b, int i) {
+  const int q = i < 16 ? (b.qs[i] & 0x0f) : (b.qs[i - 16] >> 4);
+  return fp16_to_fp32(b.d) * static_cast<float>(q) + fp16_to_fp32(b.m);
+}
+SPECLAB_HD inline float dequant_q8_0(const BlockQ8_0& b, int i) {
+  return fp16_to_fp32(b.d) * static_cast<float>(b.qs[i]);
+}
+
+// Reference dequantizer: writes n floats decoded from `src` (raw tensor bytes of `type`).
+// Requires n to be a multiple of the type's block size; throws std::invalid_argument otherwise.
+void dequantize_row(GgmlType type, const void* src, float* dst, std::int64_t n);
+
+// Bytes that n elements of `type` occupy. Requires n to be a multiple of the block size.
+std::uint64_t ggml_row_bytes(GgmlType type, std::int64_t n);
+
+}  // namespace speclab

@@ -1,0 +1,171 @@
+// The GGUF reader on small synthetic files: parsing, lookups and every kind of malformed input.
+// This file is also built with AddressSanitizer (gguf_fuzz_asan) so the fuzz cases prove that no
+// malformed file reads out of bounds.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+#include <string>
+#include <vector>
+
+#include "gguf_writer.h"
+#include "mini_engine/model/gguf.h"
+#include "mini_engine/sampling/rng.h"
+
+using namespace speclab;
+using speclab::testing::GgufWriter;
+
+namespace {
+
+std::vector<std::uint8_t> sample_file() {
+  GgufWriter w;
+  w.kv_string("general.architecture", "llama");
+  w.kv_u32("llama.block_count", 2);
+  w.kv_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.kv_strings("tokenizer.ggml.tokens", {"a", "b", "ab"});
+  w.kv_i32s("tokenizer.ggml.token_type", {1, 1, 3});
+  std::vector<std::uint8_t> f32(4 * 8);
+  for (int i = 0; i < 8; ++i) {
+    const float x = static_cast<float>(i);
+    std::memcpy(f32.data() + 4 * i, &x, 4);
+  }
+  w.tensor("norm.weight", 0, {8}, f32);
+  std::vector<std::uint8_t> q41(2 * 20, 0x11);
+  w.tensor("blk.0.attn_q.weight", 3, {32, 2}, q41);
+  std::vector<std::uint8_t> q8(34, 0x02);
+  w.tensor("token_embd.weight", 8, {32, 1}, q8);
+  return w.build();
+}
+
+}  // namespace
+
+TEST_SUITE("model / GGUF reader") {
+  TEST_CASE("a valid file parses: metadata, tensor shapes, types and data offsets") {
+    const auto bytes = sample_file();
+    const GgufFile f = GgufFile::parse(bytes);
+    CHECK(f.version() == 3);
+    CHECK(f.get_string("general.architecture") == "llama");
+    CHECK(f.get_int("llama.block_count") == 2);
+    CHECK(f.get_real("llama.attention.layer_norm_rms_epsilon") == doctest::Approx(1e-5));
+    CHECK(f.get_strings("tokenizer.ggml.tokens") == std::vector<std::string>{"a", "b", "ab"});
+    CHECK(f.get_integers("tokenizer.ggml.token_type") == std::vector<std::int64_t>{1, 1, 3});
+    CHECK(f.tensors().size() == 3);
+    const GgufTensor& q = f.require_tensor("blk.0.attn_q.weight");
+    CHECK(q.type == GgmlType::Q4_1);
+    CHECK(q.shape == std::vector<std::int64_t>{32, 2});
+    CHECK(q.rows() == 2);
+    CHECK(q.n_bytes == 40);
+    CHECK(q.file_offset % 32 == 0);
+    const GgufTensor& n = f.require_tensor("norm.weight");
+    float x;
+    std::memcpy(&x, n.data + 4 * 5, 4);
+    CHECK(x == 5.0f);
+  }
+
+  TEST_CASE("missing keys, wrong types and missing tensors are named in the error") {
+    const auto bytes = sample_file();
+    const GgufFile f = GgufFile::parse(bytes);
+    CHECK_THROWS_WITH_AS(f.get_int("llama.context_length"),
+                         doctest::Contains("'llama.context_length' is missing"), GgufError);
+    CHECK_THROWS_WITH_AS(f.get_string("llama.block_count"),
+                         doctest::Contains("is uint32, expected a string"), GgufError);
+    CHECK(f.get_int_or("llama.context_length", 77) == 77);
+    CHECK_THROWS_WITH_AS(f.require_tensor("output.weight"),
+                         doctest::Contains("tensor 'output.weight' is missing"), GgufError);
+  }
+
+  TEST_CASE("wrong magic, wrong version and an empty buffer are rejected") {
+    auto bytes = sample_file();
+    bytes[0] = 'X';
+    CHECK_THROWS_WITH_AS(GgufFile::parse(bytes), doctest::Contains("wrong magic"), GgufError);
+    bytes = sample_file();
+    bytes[4] = 2;
+    CHECK_THROWS_WITH_AS(GgufFile::parse(bytes), doctest::Contains("version 2"), GgufError);
+    CHECK_THROWS_WITH_AS(GgufFile::parse(std::span<const std::uint8_t>()),
+                         doctest::Contains("truncated while reading magic"), GgufError);
+  }
+
+  TEST_CASE("an unsupported tensor type is named") {
+    GgufWriter w;
+    w.tensor("x", 6 /* Q5_0 */, {32}, std::vector<std::uint8_t>(22));
+    const auto bytes = w.build();
+    CHECK_THROWS_WITH_AS(GgufFile::parse(bytes), doctest::Contains("tensor 'x' has tensor type type 6"),
+                         GgufError);
+  }
+
+  TEST_CASE("a tensor whose extent runs past the end of the file is rejected") {
+    auto bytes = sample_file();
+    bytes.resize(bytes.size() - 10);
+    CHECK_THROWS_WITH_AS(GgufFile::parse(bytes), doctest::Contains("runs past the end of the file"),
+                         GgufError);
+  }
+
+  TEST_CASE("an absurd count or string length is rejected before anything is allocated") {
+    auto bytes = sample_file();
+    const std::uint64_t huge = 1ULL << 60;
+    std::memcpy(bytes.data() + 16, &huge, 8);  // metadata key/value count
+    CHECK_THROWS_WITH_AS(GgufFile::parse(bytes), doctest::Contains("metadata key/value count"),
+                         GgufError);
+    bytes = sample_file();
+    std::memcpy(bytes.data() + 24, &huge, 8);  // length of the first key
+    CHECK_THROWS_WITH_AS(GgufFile::parse(bytes), doctest::Contains("runs past the end"), GgufError);
+  }
+
+  TEST_CASE("truncation at every offset gives a GgufError, never a crash") {
+    const auto bytes = sample_file();
+    int errors = 0;
+    for (size_t len = 0; len < bytes.size(); ++len) {
+      const std::span<const std::uint8_t> cut(bytes.data(), len);
+      try {
+        GgufFile::parse(cut);
+      } catch (const GgufError&) {
+        ++errors;
+      }
+    }
+    // Every strict prefix is invalid: the last tensor's data always ends the file.
+    CHECK(errors == static_cast<int>(bytes.size()));
+  }
+
+  TEST_CASE("random byte flips give a clean result or a GgufError, never a crash") {
+    const auto original = sample_file();
+    int parsed = 0, rejected = 0;
+    for (std::uint64_t trial = 0; trial < 3000; ++trial) {
+      auto bytes = original;
+      const int flips = 1 + static_cast<int>(counter_hash(11, trial, 0) % 4);
+      for (int j = 0; j < flips; ++j) {
+        const auto h = counter_hash(12, trial, static_cast<std::uint64_t>(j));
+        bytes[h % bytes.size()] ^= static_cast<std::uint8_t>(1u << ((h >> 32) % 8));
+      }
+      try {
+        const GgufFile f = GgufFile::parse(bytes);
+        for (const auto& t : f.tensors()) {
+          CHECK(t.file_offset + t.n_bytes <= bytes.size());
+        }
+        ++parsed;
+      } catch (const GgufError&) {
+        ++rejected;
+      }
+    }
+    CHECK(parsed + rejected == 3000);
+    CHECK(rejected > 0);
+  }
+
+  TEST_CASE("files on disk: a missing path, an empty file and a real round trip") {
+    CHECK_THROWS_WITH_AS(GgufFile::open("/nonexistent/model.gguf"),
+                         doctest::Contains("cannot open"), std::runtime_error);
+    char path[] = "/tmp/speclab_gguf_XXXXXX";
+    const int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    close(fd);
+    CHECK_THROWS_WITH_AS(GgufFile::open(path), doctest::Contains("the file is empty"), GgufError);
+    const auto bytes = sample_file();
+    FILE* fp = std::fopen(path, "wb");
+    std::fwrite(bytes.data(), 1, bytes.size(), fp);
+    std::fclose(fp);
+    const GgufFile f = GgufFile::open(path);
+    CHECK(f.tensors().size() == 3);
+    std::remove(path);
+  }
+}
