@@ -36,6 +36,7 @@ struct TraceOptions {
   int n = 2;
   int max_new_tokens = 256;
   int prompt_len = 16;
+  double noise = -1.0;  // -1: the regime's default
   std::uint64_t seed = 0;
   std::string out;  // "-" = standard output
 };
@@ -56,6 +57,7 @@ void run_trace(const TraceOptions& o) {
   ToyTargetConfig cfg;
   cfg.regime = parse_toy_regime(o.regime);
   cfg.seed = o.seed;
+  cfg.noise = o.noise;
   // The random regime never repeats a token only while the sequence is shorter than the vocabulary.
   cfg.vocab_size = cfg.regime == ToyRegime::random
                        ? std::max(4096, o.prompt_len + o.max_new_tokens + 1)
@@ -101,6 +103,9 @@ void add_trace(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--prompt-len", opts->prompt_len, "Prompt length in tokens")
       ->check(CLI::Range(1, 4096));
+  cmd->add_option("--noise", opts->noise,
+                  "Chance a position departs from the regime's rule (-1: the regime's default)")
+      ->check(CLI::Range(-1.0, 1.0));
   cmd->add_option("--seed", opts->seed, "Toy target seed");
   cmd->add_option("--out", opts->out, "Output file (JSON Lines), or - for standard output")
       ->required();
