@@ -81,13 +81,19 @@ def test_page(open_page, base_url, path):
         return {boxes: boxes.length,
                 rendered: boxes.filter(b => b.querySelector('.katex')).length,
                 errors: document.querySelectorAll('.katex-error').length,
-                text: document.querySelector('article') ?
-                      document.querySelector('article').innerText : ''};
+                text: (() => {  // the article's prose: code and rendered math removed
+                    const a = document.querySelector('article');
+                    if (!a) return '';
+                    const c = a.cloneNode(true);
+                    c.querySelectorAll('pre, code, .katex').forEach(e => e.remove());
+                    return c.textContent;
+                })()};
     }""")
     assert math["rendered"] == math["boxes"], "math left unrendered"
     assert math["errors"] == 0, "KaTeX could not parse some math"
     raw = [t for t in ("$$", "\\(", "\\[") if t in math["text"]]
-    assert not raw, f"raw math delimiters in the page text: {raw}"
+    raw += re.findall(r"\$[^\s$][^$\n]*?\$", math["text"])
+    assert not raw, f"raw math left in the page text: {raw}"
     if markdown_has_math(path):
         assert math["boxes"] > 0, "the chapter writes math but the page has none"
 

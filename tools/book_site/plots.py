@@ -10,6 +10,7 @@ are documented in tools/speclab/trace.cpp) or from a benchmark's output file. Wr
     OUT/figures/NAME.md       the Markdown a chapter includes for it (--8<-- "figures/NAME.md"):
                               the image and its caption, or a note saying why it is missing
     OUT/results_toy.md        the tables of book/results.md
+    OUT/speedup_estimate.md   measured tokens per run over the modelled verify cost (economics)
 
 The drafter-cost figure reads a CSV, one row per (drafter, context length):
 
@@ -94,9 +95,12 @@ def summarize(rounds: list[dict]) -> dict:
     emitted = sum(len(r["emitted"]) for r in rounds)
     drafted = sum(len(r["draft"]) for r in rounds)
     accepted = sum(r["accepted"] for r in rounds)
+    # Modelled time in one-token passes: a round that verifies d drafts costs c(d).
+    cost = sum(verify_cost(len(r["draft"])) for r in rounds)
     return {"runs": len(rounds), "emitted": emitted, "drafted": drafted, "accepted": accepted,
             "tpr": emitted / len(rounds),
-            "acceptance": accepted / drafted if drafted else 0.0}
+            "acceptance": accepted / drafted if drafted else 0.0,
+            "speedup": emitted / cost}
 
 
 def write_figure(fig, out: Path, name: str, alt: str, caption: str) -> None:
@@ -106,7 +110,7 @@ def write_figure(fig, out: Path, name: str, alt: str, caption: str) -> None:
     plt.close(fig)
     (figures / f"{name}.md").write_text(
         f'<figure markdown="span">\n  ![{alt}](figures/{name}.svg)\n'
-        f"  <figcaption>{caption}</figcaption>\n</figure>\n")
+        f'  <figcaption markdown="span">{caption}</figcaption>\n</figure>\n')
 
 
 def write_missing(out: Path, name: str, title: str, why: str) -> None:
@@ -141,10 +145,12 @@ def plot_accept_hist(runner: Runner, out: Path, k: int) -> None:
     write_figure(fig, out, "accept_hist",
                  "Bar chart: fraction of rounds by number of accepted drafts",
                  f"How many drafts each verify round kept, on the toy target (k = {k}, "
-                 f"{MAX_NEW_TOKENS} tokens, seeds {', '.join(map(str, SEEDS))}). Periodic text "
-                 f"with 5% noise is mostly accepted in full, with a tail of rounds cut short by a "
-                 f"noisy position; Markov text is mostly rejected at the first draft. Hatched: rounds where the drafter found "
-                 f"no match and the round was a plain decode step.")
+                 f"{MAX_NEW_TOKENS} tokens, seeds {', '.join(map(str, SEEDS))}). Hatched: rounds "
+                 f"where the drafter found no earlier match, so the round was a plain decode "
+                 f"step. With noisy periodic text, most rounds that do draft keep all five "
+                 f"drafts; each noisy token costs a rejected draft and a couple of plain steps "
+                 f"until the last two tokens occur earlier again. Markov text rarely offers a "
+                 f"match, and its drafts are mostly rejected.")
 
 
 def plot_acceptance_by_position(runner: Runner, out: Path, k: int) -> None:
@@ -173,10 +179,9 @@ def plot_acceptance_by_position(runner: Runner, out: Path, k: int) -> None:
     write_figure(fig, out, "acceptance_by_position",
                  "Line chart: acceptance rate by draft position",
                  f"The share of rounds with a draft at position i whose drafts 1..i were all "
-                 f"accepted, against the geometric decay $\\alpha^i$ that independent per-token "
-                 f"acceptance would give (k = {k}). Prompt lookup's drafts are correlated: once "
-                 f"a copy is right it tends to stay right, so the measured curve decays more "
-                 f"slowly than $\\alpha^i$.")
+                 f"accepted (solid), against the geometric decay $\\alpha^i$ that independent "
+                 f"per-token acceptance would give, with $\\alpha$ the measured rate at "
+                 f"position 1 (dotted), k = {k}.")
 
 
 def plot_tokens_per_run(runner: Runner, out: Path) -> dict:
@@ -201,6 +206,48 @@ def plot_tokens_per_run(runner: Runner, out: Path) -> dict:
                  f"Clean periodic text keeps gaining from longer drafts; noise bends the curve; "
                  f"Markov text saturates almost at once; random text never gains.")
     return table
+
+
+# The CPU cost model of book/why_speculation.md: a pass that scores t positions of SmolLM2-135M
+# takes max(B / beta, t * F / pi). Round numbers for a two-core laptop, stated in the chapter.
+MODEL_BYTES = 81e6        # B: weights read per pass
+MODEL_FLOP = 0.269e9      # F: FLOP per scored position
+CPU_BANDWIDTH = 15e9      # beta: bytes per second
+CPU_FLOPS = 100e9         # pi: FLOP per second
+
+
+def verify_cost(k: int) -> float:
+    """c(k): the time of a pass over k + 1 positions, in units of a one-token pass."""
+    def t(n: int) -> float:
+        return max(MODEL_BYTES / CPU_BANDWIDTH, n * MODEL_FLOP / CPU_FLOPS)
+    return t(k + 1) / t(1)
+
+
+def plot_speedup_estimate(out: Path, table: dict) -> None:
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    for regime in WORKLOADS:
+        ax.plot(KS, [table[regime][k]["speedup"] for k in KS], "o-",
+                color=COLORS[regime], label=regime)
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xlabel("k (drafts per round)")
+    ax.set_ylabel("estimated speed-up")
+    ax.set_xticks(KS)
+    ax.set_title("Measured tokens per run / modelled verify cost (2-core CPU)")
+    ax.legend(fontsize=8, frameon=False)
+    write_figure(fig, out, "speedup_estimate",
+                 "Line chart: estimated speed-up against k for four workloads",
+                 "Estimated speed-up over plain decoding: the tokens emitted in the toy-target "
+                 "runs divided by the modelled time of their verify passes, each pass costing "
+                 "c(d) for the d drafts it actually verified (SmolLM2-135M on a two-core CPU, "
+                 "drafting time neglected). Below the dashed line speculation "
+                 "loses. A model, not a measurement: the real-model lab replaces c(k) with "
+                 "measured times.")
+    lines = ["| k | c(k) for a full draft | " + " | ".join(WORKLOADS) + " |",
+             "|---:|---:|" + "---:|" * len(WORKLOADS)]
+    for k in KS:
+        cells = " | ".join(f"{table[r][k]['speedup']:.2f}x" for r in WORKLOADS)
+        lines.append(f"| {k} | {verify_cost(k):.2f} | {cells} |")
+    (out / "speedup_estimate.md").write_text("\n".join(lines) + "\n")
 
 
 def drafter_cost_csv(speclab: Path, given: Path | None, out: Path) -> Path | None:
@@ -288,6 +335,7 @@ def main() -> int:
     plot_accept_hist(runner, args.out, k=5)
     plot_acceptance_by_position(runner, args.out, k=8)
     table = plot_tokens_per_run(runner, args.out)
+    plot_speedup_estimate(args.out, table)
     plot_drafter_cost(args.speclab, args.drafter_cost, args.out)
     write_results(args.out, table)
     print(f"plots: figures and tables in {args.out}")
