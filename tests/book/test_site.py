@@ -70,10 +70,16 @@ def test_every_chapter_is_in_the_nav():
 def test_page(open_page, base_url, path):
     visit = open_page(path)
     page = visit.page
-    assert visit.status == 200
-    assert visit.console_errors == [], "console errors"
-    assert visit.offsite == [], "requests to hosts other than this machine"
-    assert visit.failed == [], "requests that failed"
+    problems = []  # every check runs, and the failure lists all that went wrong on the page
+
+    def check(ok, what, detail=None):
+        if not ok:
+            problems.append(what if detail is None else f"{what}: {detail}")
+
+    check(visit.status == 200, "HTTP status", visit.status)
+    check(not visit.console_errors, "console errors", visit.console_errors)
+    check(not visit.offsite, "requests to hosts other than this machine", visit.offsite)
+    check(not visit.failed, "requests that failed", visit.failed)
 
     # Math: every arithmatex span/div holds KaTeX output, nothing is left raw.
     math = page.evaluate("""() => {
@@ -89,18 +95,19 @@ def test_page(open_page, base_url, path):
                     return c.textContent;
                 })()};
     }""")
-    assert math["rendered"] == math["boxes"], "math left unrendered"
-    assert math["errors"] == 0, "KaTeX could not parse some math"
+    check(math["rendered"] == math["boxes"], "math left unrendered",
+          f"{math['boxes'] - math['rendered']} of {math['boxes']}")
+    check(math["errors"] == 0, "KaTeX could not parse some math", math["errors"])
     raw = [t for t in ("$$", "\\(", "\\[") if t in math["text"]]
     raw += re.findall(r"\$[^\s$][^$\n]*?\$", math["text"])
-    assert not raw, f"raw math left in the page text: {raw}"
+    check(not raw, "raw math left in the page text", raw)
     if markdown_has_math(path):
-        assert math["boxes"] > 0, "the chapter writes math but the page has none"
+        check(math["boxes"] > 0, "the chapter writes math but the page has none")
 
     # Images (figures included) load and have a size.
     broken = page.evaluate("""() => [...document.images]
         .filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)""")
-    assert broken == [], "images that did not load"
+    check(not broken, "images that did not load", broken)
 
     # Every internal link resolves, anchors included.
     hrefs = page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
@@ -115,7 +122,8 @@ def test_page(open_page, base_url, path):
             bad.append(f"{href} -> HTTP {status}")
         elif fragment and body and f'id="{html.escape(unquote(fragment))}"' not in body:
             bad.append(f"{href} -> no element with id '{unquote(fragment)}'")
-    assert bad == [], "broken internal links"
+    check(not bad, "broken internal links", bad)
+    assert not problems, f"/{path}:\n  " + "\n  ".join(problems)
 
 
 def test_search_lists_the_chapter(open_page):
