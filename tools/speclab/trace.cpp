@@ -10,16 +10,16 @@
 //              "plain" (no draft was proposed: an ordinary decode step)
 //   draft_s    seconds spent in the drafter this round
 //   verify_s   seconds spent in the verify pass this round
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "mini_engine/spec/loop.h"
@@ -47,10 +47,14 @@ const char* last_kind(const RoundRecord& r) {
 }
 
 nlohmann::ordered_json round_to_json(std::int64_t index, const RoundRecord& r) {
-  return {{"round", index},         {"position", r.position},
-          {"draft", r.drafts},      {"accepted", r.accepted},
-          {"emitted", r.emitted},   {"last", last_kind(r)},
-          {"draft_s", r.draft_seconds}, {"verify_s", r.verify_seconds}};
+  return {{"round", index},
+          {"position", r.position},
+          {"draft", r.drafts},
+          {"accepted", r.accepted},
+          {"emitted", r.emitted},
+          {"last", last_kind(r)},
+          {"draft_s", r.draft_seconds},
+          {"verify_s", r.verify_seconds}};
 }
 
 void run_trace(const TraceOptions& o) {
@@ -59,9 +63,8 @@ void run_trace(const TraceOptions& o) {
   cfg.seed = o.seed;
   cfg.noise = o.noise;
   // The random regime never repeats a token only while the sequence is shorter than the vocabulary.
-  cfg.vocab_size = cfg.regime == ToyRegime::random
-                       ? std::max(4096, o.prompt_len + o.max_new_tokens + 1)
-                       : 512;
+  cfg.vocab_size =
+      cfg.regime == ToyRegime::random ? std::max(4096, o.prompt_len + o.max_new_tokens + 1) : 512;
   ToyTarget target(cfg);
   const std::vector<Token> prompt = target.make_prompt(o.prompt_len);
 
@@ -83,8 +86,8 @@ void run_trace(const TraceOptions& o) {
       run_speculative(target, drafter, greedy_verify_rule(), prompt, dc);
   out->flush();
   if (!*out) throw std::runtime_error("trace: writing '" + o.out + "' failed");
-  std::fprintf(stderr, "trace: %s, %s, k=%d: %s\n", target.name().c_str(),
-               drafter.name().c_str(), o.k, result.stats.summary().c_str());
+  std::fprintf(stderr, "trace: %s, %s, k=%d: %s\n", target.name().c_str(), drafter.name().c_str(),
+               o.k, result.stats.summary().c_str());
 }
 
 }  // namespace
