@@ -200,6 +200,8 @@ int run_bench(const BenchOptions& o) {
       }
       TargetOptions t = o.target;
       t.regime = name.substr(std::string(kToyPrefix).size());
+      t.toy_seed = o.seed;
+      t.toy_length_hint = 40 + o.max_new_tokens;  // the longest built-in prompt + the reply
       Model m = load_model(t);
       workloads.push_back(toy_workload(name, m));
       models.emplace(name, std::move(m));

@@ -25,7 +25,9 @@ struct ChatOptions {
   bool no_color = false;
 };
 
-void run_chat(const ChatOptions& o) {
+void run_chat(ChatOptions o) {
+  o.target.toy_seed = o.decode.seed;
+  o.target.toy_length_hint = 8192;  // a conversation's length is not known in advance
   Model model = load_model(o.target);
   std::unique_ptr<Drafter> drafter = make_drafter(o.drafter, o.decode.k);
   DecodeConfig dc = decode_config(o.decode);

@@ -16,8 +16,10 @@
 #include "mini_engine/targets/cuda/cuda_llama.h"
 #include "mini_engine/targets/toy_target.h"
 #include "nasd.h"
+#include "ngram_pool.h"
 #include "ngram_storage.h"
 #include "prompt_lookup.h"
+#include "suffix_automaton.h"
 
 namespace speclab::cli {
 namespace {
@@ -72,7 +74,8 @@ Model load_toy(const TargetOptions& o) {
   cfg.seed = o.toy_seed;
   cfg.noise = o.noise;
   // The random regime never repeats a token while the sequence is shorter than the vocabulary.
-  cfg.vocab_size = cfg.regime == ToyRegime::random ? 8192 : 512;
+  cfg.vocab_size =
+      cfg.regime == ToyRegime::random ? std::max(4096, o.toy_length_hint + 1) : 512;
   if (o.context > 0) cfg.max_length = o.context;
   auto target = std::make_unique<ToyTarget>(cfg);
   Model m;
@@ -146,9 +149,6 @@ void add_target_flags(CLI::App& cmd, TargetOptions& o) {
       ->check(CLI::Range(-1.0, 1.0))
       ->capture_default_str()
       ->group("Toy target");
-  cmd.add_option("--toy-seed", o.toy_seed, "Toy target only: the seed of its text")
-      ->capture_default_str()
-      ->group("Toy target");
 }
 
 Model load_model(const TargetOptions& o) {
@@ -219,10 +219,10 @@ const std::vector<DrafterInfo>& drafter_catalog() {
       {"nasd", "n-gram storage that also learns the target's top-k tokens (NASD)", "lab03", true,
        true},
       {"pool", "TensorRT-LLM-style n-gram pool; the public pool persists across requests", "lab04",
-       true, false},
-      {"sa", "suffix automaton: the longest earlier match, however long", "lab05", false, false},
+       true, true},
+      {"sa", "suffix automaton: the longest earlier match, however long", "lab05", false, true},
       {"sa+ngram", "n-gram drafter, overridden by the suffix automaton on long matches", "lab05",
-       true, false},
+       true, true},
       {"auto", "a policy that speculates only when measured acceptance pays for it", "", true,
        true},
   };
@@ -296,6 +296,11 @@ void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string
       ->group(g);
   cmd.add_flag("--pool-keep-one", o.pool_keep_one, "pool: keep only the longest value per key")
       ->group(g);
+  cmd.add_option("--sa-min-match", o.sa_min_match,
+                 "sa: the shortest earlier match the automaton proposes from")
+      ->check(int_in(1, 1 << 20, "match length"))
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--sa-threshold", o.sa_threshold,
                  "sa+ngram: the shortest suffix-automaton match trusted over the n-gram drafter")
       ->check(int_in(1, 1 << 20, "match length"))
@@ -324,6 +329,21 @@ std::unique_ptr<Drafter> make_lab_drafter(const DrafterOptions& o, int k) {
     c.filler_top_k = o.filler_top_k;
     c.stop_if_unknown = !o.pad;
     return std::make_unique<NasdDrafter>(c);
+  }
+  if (o.drafter == "pool") {
+    NGramPoolConfig c;
+    c.max_draft_len = k;
+    c.max_matching_ngram_size = o.n;
+    c.is_keep_all = !o.pool_keep_one;
+    c.is_use_oldest = !o.pool_newest;
+    c.is_public_pool = !o.pool_private;
+    return std::make_unique<NGramPoolDrafter>(c);
+  }
+  if (o.drafter == "sa") return std::make_unique<SuffixAutomatonDrafter>(o.sa_min_match);
+  if (o.drafter == "sa+ngram") {
+    DrafterOptions inner = o;
+    inner.drafter = "ngram";
+    return std::make_unique<SuffixEnhancerDrafter>(make_lab_drafter(inner, k), o.sa_threshold);
   }
   if (o.drafter == "auto") {
     if (o.auto_inner == "auto" || o.auto_inner == "none") {
@@ -396,7 +416,8 @@ void add_decode_flags(CLI::App& cmd, DecodeOptions& o) {
   cmd.add_option("--temperature", o.temperature, "Sampling temperature; 0 = greedy")
       ->check(CLI::Range(0.0, 100.0))
       ->capture_default_str();
-  cmd.add_option("--seed", o.seed, "Sampling seed")->capture_default_str();
+  cmd.add_option("--seed", o.seed, "Sampling seed; for the toy target also the seed of its text")
+      ->capture_default_str();
   cmd.add_option("--max-new-tokens", o.max_new_tokens, "The most tokens to generate")
       ->check(int_in(1, 1 << 20, "tokens to generate"))
       ->capture_default_str();

@@ -38,8 +38,12 @@ struct TargetOptions {
   int context = 0;             // the most tokens a sequence may hold; 0 = the model's own limit
   // The toy target only:
   std::string regime = "periodic";  // periodic | markov | random
-  std::uint64_t toy_seed = 0;
   double noise = -1.0;              // -1: the regime's default
+  // Set by the subcommand, not by a flag: the seed of the toy's text (the subcommand's --seed)
+  // and roughly how many tokens a run will hold (the random regime's vocabulary exceeds it, so
+  // its text never repeats).
+  std::uint64_t toy_seed = 0;
+  int toy_length_hint = 0;
 };
 
 // A loaded model: the target and how text maps to its tokens.
@@ -50,8 +54,8 @@ struct Model {
   bool is_toy = false;
 };
 
-// Adds --model, --device, --threads, --context and the toy target's --regime, --noise and
-// --toy-seed to `cmd`.
+// Adds --model, --device, --threads, --context and the toy target's --regime and --noise to
+// `cmd`. (The toy's seed is the subcommand's --seed.)
 void add_target_flags(CLI::App& cmd, TargetOptions& options);
 
 // Loads the model `options` names. Throws UsageError with a precise message for an unknown
@@ -70,14 +74,18 @@ std::optional<std::string> fetch_smollm2(std::string* why = nullptr);
 
 struct DrafterOptions {
   std::string drafter = "prompt-lookup";
-  int n = 3;              // prompt-lookup: match length; ngram/nasd: longest n-gram; pool: longest key
+  int n = 3;              // prompt-lookup: match length; ngram/nasd/sa+ngram: longest n-gram;
+                          // pool: longest key
   int min_context = 1;    // ngram/nasd: the back-off floor
   bool pad = false;       // ngram/nasd: pad a miss instead of ending the draft
   int filler_top_k = 3;   // nasd: also learn the target's top-k tokens (lab 03's default)
+  // pool: values hold up to k tokens (max_draft_len = --k), keys up to n.
   bool pool_private = false;   // pool: one pool per request instead of the public pool
   bool pool_newest = false;    // pool: propose the newest value instead of the oldest
   bool pool_keep_one = false;  // pool: keep only the longest value per key
-  int sa_threshold = 2;   // sa+ngram: shortest suffix-automaton match trusted over the n-gram drafter
+  int sa_min_match = 2;   // sa: the shortest match it proposes from (one token is weak evidence)
+  int sa_threshold = 4;   // sa+ngram: shortest suffix-automaton match trusted over the n-gram
+                          // drafter (TensorRT-LLM's default)
   std::string auto_inner = "prompt-lookup";  // auto: the drafter the policy steers
 };
 

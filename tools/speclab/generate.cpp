@@ -18,7 +18,9 @@ struct GenerateOptions {
   bool no_color = false;
 };
 
-void run_generate(const GenerateOptions& o) {
+void run_generate(GenerateOptions o) {
+  o.target.toy_seed = o.decode.seed;
+  o.target.toy_length_hint = o.prompt.toy_prompt_len + o.decode.max_new_tokens;
   Model model = load_model(o.target);
   const std::vector<Token> prompt = resolve_prompt(o.prompt, model);
   std::unique_ptr<Drafter> drafter = make_drafter(o.drafter, o.decode.k);

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   add_generate(app);
   add_chat(app);
   add_bench(app);
+  add_trace(app);
   for (CLI::App* sub : app.get_subcommands({})) {
     sub->footer("Drafters and verify rules come from LAB_IMPL=" + impl + ".");
   }

@@ -42,7 +42,7 @@ void add_prompt_flags(CLI::App& cmd, PromptOptions& o) {
 std::vector<Token> resolve_prompt(const PromptOptions& o, const Model& model) {
   if (!o.given()) {
     if (const auto* toy = dynamic_cast<const ToyTarget*>(model.target.get())) {
-      return toy->make_prompt(16);
+      return toy->make_prompt(o.toy_prompt_len);
     }
     throw UsageError("no prompt: give one with --prompt TEXT or --prompt-file PATH");
   }

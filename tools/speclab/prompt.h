@@ -15,6 +15,7 @@ struct PromptOptions {
   std::string prompt_file;  // read the prompt from this file; "-" = standard input
   std::string system;       // a system message (chat template only)
   bool raw = false;         // no chat template: the tokens of the text alone
+  int toy_prompt_len = 16;  // the toy target's own prompt, used when no prompt flag is given
   // Set by add_prompt_flags: whether --prompt / --prompt-file appeared on the command line.
   const CLI::Option* prompt_flag = nullptr;
   const CLI::Option* file_flag = nullptr;
@@ -28,7 +29,7 @@ void add_prompt_flags(CLI::App& cmd, PromptOptions& options);
 
 // The prompt's tokens for `model`: the chat template around one user message (a real model,
 // unless --raw), or the tokens of the text. With no prompt flag the toy target uses its own
-// 16-token prompt, and a real model asks for one.
+// toy_prompt_len-token prompt, and a real model asks for one.
 // Throws UsageError for an empty prompt, invalid UTF-8, an unreadable file or text the model
 // cannot read.
 std::vector<Token> resolve_prompt(const PromptOptions& options, const Model& model);
