@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SPECLAB = os.environ.get("SPECLAB_BIN", str(ROOT / "build" / "bin" / "speclab"))
 ESC = "\x1b["
+ALL_DRAFTERS = ("prompt-lookup", "ngram", "nasd", "pool", "sa", "sa+ngram", "auto")
 
 
 def speclab(*args, stdin=None, env=None, timeout=120):
@@ -181,7 +182,7 @@ class Generate(unittest.TestCase):
     def test_every_drafter_gives_the_plain_decoding_output(self):
         _, base, _ = speclab("generate", "--model", "toy", "--regime", "markov", "--drafter", "none",
                              "--max-new-tokens", "120")
-        for drafter in ("prompt-lookup", "ngram", "nasd", "auto"):
+        for drafter in ALL_DRAFTERS:
             for k in ("1", "4"):
                 rc, out, err = speclab("generate", "--model", "toy", "--regime", "markov",
                                        "--drafter", drafter, "--k", k, "--max-new-tokens", "120")
@@ -195,7 +196,7 @@ class Generate(unittest.TestCase):
         _, greedy, _ = speclab("generate", "--model", "toy", "--regime", "markov",
                                "--max-new-tokens", "120", "--drafter", "none")
         self.assertNotEqual(base, greedy, "the temperature must change the text")
-        for drafter in ("prompt-lookup", "nasd", "auto"):
+        for drafter in ALL_DRAFTERS:
             rc, out, err = speclab(*args, "--drafter", drafter)
             self.assertEqual(rc, 0, err)
             self.assertEqual(out, base, drafter)
