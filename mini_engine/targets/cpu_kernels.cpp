@@ -5,8 +5,10 @@
 #include <stdexcept>
 #include <string>
 
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#endif
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define SPECLAB_SIMD_AVX2 1
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 #define SPECLAB_SIMD_VNNI 1  // _mm256_dpbusd_epi32 (EVEX encoding)
