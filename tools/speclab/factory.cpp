@@ -13,6 +13,8 @@
 
 #include "auto_drafter.h"
 #include "mini_engine/model/gguf.h"
+#include "mini_engine/model/llama_weights.h"
+#include "mini_engine/targets/cpu_llama.h"
 #include "mini_engine/targets/cuda/cuda_llama.h"
 #include "mini_engine/targets/toy_target.h"
 #include "nasd.h"
@@ -107,17 +109,44 @@ Model load_gguf_model(const TargetOptions& o) {
   const std::string path = resolve_model_path(o.model);
   // Parse the file first: a missing, truncated or foreign file is reported as what it is, before
   // any backend tries to use it.
+  std::unique_ptr<TextCodec> codec;
   try {
-    (void)GgufFile::open(path);
+    const GgufFile file = GgufFile::open(path);
+    codec = make_gguf_codec(file);
+  } catch (const UsageError&) {
+    throw;
   } catch (const GgufError& e) {
     throw UsageError("--model: '" + path + "' is not a usable GGUF model (truncated or corrupt?): " +
                      e.what());
   } catch (const std::runtime_error& e) {
     throw UsageError("--model: cannot read '" + path + "': " + e.what());
   }
-  throw UsageError("--model " + o.model +
-                   ": running a real model needs the SmolLM2 tokenizer and the CPU backend, "
-                   "which are not in this build yet (use --model toy)");
+  Model m;
+  try {
+    if (o.device == "cuda") {
+      CudaLlamaOptions co;
+      co.max_length = o.context;
+      m.target = make_cuda_llama(path, co);
+    } else {
+      CpuLlamaOptions co;
+      co.threads = o.threads;
+      co.max_context = o.context;
+      m.target = CpuLlama::open(path, co);
+    }
+  } catch (const GgufError& e) {
+    throw UsageError("--model: '" + path + "' is not a usable GGUF model (truncated or corrupt?): " +
+                     e.what());
+  } catch (const ModelError& e) {
+    throw UsageError("--model: '" + path + "' is not a model SpecLab can run: " + e.what());
+  }
+  m.codec = std::move(codec);
+  std::string threads;
+  if (o.device == "cpu") {
+    const auto* cpu = dynamic_cast<const CpuLlama*>(m.target.get());
+    threads = ", " + std::to_string(cpu ? cpu->threads() : o.threads) + " threads";
+  }
+  m.description = m.target->name() + " on " + o.device + threads;
+  return m;
 }
 
 }  // namespace

@@ -12,6 +12,10 @@
 #include "mini_engine/core/token.h"
 #include "mini_engine/spec/round.h"
 
+namespace speclab {
+class GgufFile;
+}
+
 namespace speclab::cli {
 
 // Bad input from the user (a flag value, a prompt, a file): the CLI prints the message and
@@ -62,6 +66,11 @@ class TextCodec {
 // The toy target's codec: text is token ids separated by spaces or commas ("3 1 4 1 5"), each
 // in [0, vocab). The chat template is plain concatenation, and nothing stops a reply.
 std::unique_ptr<TextCodec> make_token_id_codec(int vocab_size);
+
+// The codec of a real model, from its GGUF: the BPE tokenizer and the ChatML chat template (the
+// template's default system prompt opens a conversation that has none). Throws UsageError when
+// the file's tokenizer or template is missing or not supported.
+std::unique_ptr<TextCodec> make_gguf_codec(const GgufFile& file);
 
 // Prints generated tokens as they arrive. With color on, tokens that came from accepted drafts
 // are highlighted, so a reader sees where speculation paid. Stop tokens are not printed.
