@@ -118,9 +118,16 @@ void write_csv(const std::string& path, const BenchMeta& meta,
          "plain_tokens_per_s,spec_tokens_per_s,speedup_median,plain_seconds,spec_seconds,"
          "identical\n";
   for (const CaseResult& c : cases) {
-    std::string base_s, spec_s;
-    for (double s : c.base_seconds) base_s += (base_s.empty() ? "" : ";") + std::to_string(s);
-    for (double s : c.spec_seconds) spec_s += (spec_s.empty() ? "" : ";") + std::to_string(s);
+    const auto joined = [](const std::vector<double>& values) {
+      std::string out;
+      for (double v : values) {
+        if (!out.empty()) out += ';';
+        out += std::to_string(v);
+      }
+      return out;
+    };
+    const std::string base_s = joined(c.base_seconds);
+    const std::string spec_s = joined(c.spec_seconds);
     out << csv_field(meta.model) << ',' << meta.lab_impl << ',' << meta.temperature << ','
         << meta.max_new_tokens << ',' << meta.repeats << ',' << csv_field(c.workload) << ','
         << c.drafter << ',' << csv_field(c.drafter_name) << ',' << c.k << ',' << c.n << ','
