@@ -296,7 +296,7 @@ class Reports(unittest.TestCase):
         self.assertEqual(len(data["labs"][0]["tests"]), 4)
         text = reports.table(g)
         self.assertIn("SEGFAULT", text)
-        self.assertIn("[hidden] secret", text)
+        self.assertIn("[hidden] lab01 hidden / C", text)
 
 
 class Submit(TempDir):

@@ -91,12 +91,16 @@ def table(grade, verbose=True):
         if not verbose:
             continue
         lines.append(f"    {'status':<14}{'points':>9}  test")
+        suite = None
         for t in lg.tests:
+            if (t.hidden, t.suite) != suite:
+                suite = (t.hidden, t.suite)
+                lines.append(f"    {'[hidden] ' if t.hidden else ''}{t.suite or lg.lab.name}")
             label = t.status if t.status == "passed" else t.status.upper()
             pts = f"{num(t.score)} / {num(t.max_score)}"
-            lines.append(f"    {label:<14}{pts:>9}  {'[hidden] ' if t.hidden else ''}{t.name}")
+            lines.append(f"      {label:<12}{pts:>9}  {t.name}")
             if t.status != "passed":
-                lines.append(f"    {'':<14}{'':>9}    -> {t.summary}")
+                lines.append(f"      {'':<12}{'':>9}    -> {t.summary}")
     for n in grade.notes:
         lines.append(f"  note: {n}")
     return "\n".join(lines)
