@@ -24,7 +24,7 @@ sys.dont_write_bytecode = True
 
 import testrun  # noqa: E402
 from grading import GradingError, SubmissionError, cli, reports, runner, submission  # noqa: E402
-from grading.labs import Lab, check_points, read_points  # noqa: E402
+from grading.labs import Lab, check_points, load_points, read_points  # noqa: E402
 
 EDITABLE = "labs/lab01_prompt_lookup/starter.cpp"
 LAB = Lab("lab01", "lab01_prompt_lookup", 30.0, 2048)
@@ -82,6 +82,12 @@ class PointsFiles(TempDir):
         with self.assertRaises(GradingError) as e:
             read_points(os.path.join(self.tmp, "nope.txt"))
         self.assertIn("is missing", str(e.exception))
+
+    def test_a_missing_points_file_prints_one_to_start_from(self):
+        with self.assertRaises(GradingError) as e:
+            load_points(os.path.join(self.tmp, "lab09", "points.txt"), ["x y", "z"], "lab09")
+        self.assertIn("is missing", str(e.exception))
+        self.assertIn("\n1  x y\n1  z", str(e.exception))
 
     def test_points_that_add_up_to_zero_are_an_error(self):
         with self.assertRaises(GradingError):

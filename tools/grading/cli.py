@@ -27,7 +27,7 @@ import time
 
 from . import GradingError, SubmissionError
 from . import reports, runner, submission
-from .labs import LAB_NAME, check_points, declared_labs, read_cases, read_points
+from .labs import LAB_NAME, declared_labs, load_points, read_cases
 from .workspace import Workspace
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -51,15 +51,15 @@ def prepare_lab(ws, lab, args):
     --no-reference-check) checks that the reference passes every case. Raises GradingError."""
     ws.build_reference(lab)
     cases = ws.cases(lab)
-    points = read_points(lab.points_path(os.path.join(REPO, "tests")))
-    check_points(points, [n for n, _ in cases], lab.name)
+    points = load_points(lab.points_path(os.path.join(REPO, "tests")), [n for n, _ in cases],
+                         lab.name)
     hidden_cases, hidden_points = [], None
     if ws.hidden:
         folder = os.path.join(ws.hidden, lab.name)
         if ws.hidden_sources(lab):
             hidden_cases = ws.cases(lab, hidden=True)
-            hidden_points = read_points(lab.points_path(ws.hidden))
-            check_points(hidden_points, [n for n, _ in hidden_cases], f"{lab.name} hidden")
+            hidden_points = load_points(lab.points_path(ws.hidden),
+                                        [n for n, _ in hidden_cases], f"{lab.name} hidden")
             clash = sorted(set(hidden_points.values) & set(points.values))
             if clash:
                 raise GradingError(f"hidden {lab.name} cases share names with public ones: "
@@ -246,8 +246,7 @@ def check_points_cmd(args):
     for name, lab in labs.items():
         try:
             cases = read_cases(os.path.join(args.build_dir, "labtests", f"{name}.cases"))
-            points = read_points(lab.points_path(os.path.join(REPO, "tests")))
-            check_points(points, cases, name)
+            points = load_points(lab.points_path(os.path.join(REPO, "tests")), cases, name)
             print(f"{name}: {len(cases)} cases, {reports.num(points.total)} points")
         except GradingError as e:
             problems.append(str(e))

@@ -121,6 +121,17 @@ def read_points(path):
     return Points(path, values)
 
 
+def load_points(path, cases, what):
+    """read_points + check_points. A missing file is an error that prints a file to start from."""
+    if not os.path.exists(path):
+        raise GradingError(f"{path} is missing: every {what} test case needs its points. Start "
+                           "from this, with the points you want:\n" +
+                           "\n".join(f"1  {c}" for c in cases))
+    points = read_points(path)
+    check_points(points, cases, what)
+    return points
+
+
 def check_points(points, cases, what):
     """Raises GradingError unless `points` names exactly the cases in `cases` (what: 'lab01',
     'lab01 hidden'). The message lists the lines to add and the lines that name no case."""

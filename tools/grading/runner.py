@@ -63,7 +63,8 @@ def summarize(status, output, run=None, name=""):
         return "passed"
     if status == "exception":
         m = re.search(r"THREW exception: (.*)", output)
-        return f"threw an exception: {m.group(1).strip()[:300]}" if m else STATUSES[status]
+        return (f"threw an exception: {m.group(1).strip().strip(chr(34))[:300]}" if m
+                else STATUSES[status])
     if status == "failed":
         m = re.search(r"ERROR: (.*)", output)
         return m.group(1).strip()[:300] if m else STATUSES[status]
