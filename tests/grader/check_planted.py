@@ -4,7 +4,7 @@ expected.json.
 
   check_planted.py --out DIR --submission NAME   one submission: its score, the status of each
                                                  case, its notes, and all three reports
-  check_planted.py --out DIR --work DIR --all    the run as a whole: every planted submission
+  check_planted.py --out DIR --all              the run as a whole: every planted submission
                                                  has an expectation, summary.csv, and the hidden
                                                  tests never entered the grader's copy
   check_planted.py --out DIR --observed          prints what was observed, in expected.json's
@@ -115,7 +115,7 @@ def check_one(out, name, exp, settings):
     return grade, problems
 
 
-def check_all(out, work, expected):
+def check_all(out, expected):
     problems = []
     graded = {d for d in os.listdir(os.path.join(out, "grades"))
               if os.path.isdir(os.path.join(out, "grades", d))}
@@ -126,7 +126,8 @@ def check_all(out, work, expected):
         problems.append("planted submissions without an expectation in expected.json (run "
                         f"check_planted.py --observed): {sorted(made - want)}")
     if want - made:
-        problems.append(f"expected.json names submissions that were not made: {sorted(want - made)}")
+        problems.append(f"expected.json names submissions that were not made: "
+                        f"{sorted(want - made)}")
     if made - graded:
         problems.append(f"submissions without reports: {sorted(made - graded)}")
     with open(os.path.join(out, "grades", "summary.csv"), encoding="utf-8") as f:
@@ -134,11 +135,8 @@ def check_all(out, work, expected):
     for name, exp in expected["submissions"].items():
         if "score" in exp and (name not in rows or float(rows[name]["score"]) != exp["score"]):
             problems.append(f"summary.csv: {name} does not score {exp['score']}")
-    hidden = set()
-    for r, _, fs in os.walk(os.path.join(HERE, "hidden")):
-        hidden |= {sha256(open(os.path.join(r, f), "rb").read()) for f in fs}
-    leaked = [os.path.join(r, f) for r, _, fs in os.walk(os.path.join(work, "src"))
-              for f in fs if sha256(open(os.path.join(r, f), "rb").read()) in hidden]
+    with open(os.path.join(out, "hidden_in_copy.json"), encoding="utf-8") as f:
+        leaked = json.load(f)  # written by grade_planted.py right after grading
     if leaked:
         problems.append(f"hidden test files were copied into the grader's source copy: {leaked}")
     return problems
@@ -164,7 +162,6 @@ def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
-    p.add_argument("--work")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--submission")
     g.add_argument("--all", action="store_true")
@@ -175,7 +172,7 @@ def main():
         observed(a.out, expected)
         return 0
     if a.all:
-        problems = check_all(a.out, a.work, expected)
+        problems = check_all(a.out, expected)
         label = "the planted run"
     else:
         exp = expected["submissions"].get(a.submission)

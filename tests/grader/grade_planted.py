@@ -18,6 +18,7 @@ usage: grade_planted.py --out DIR --work DIR [--jobs N]
 """
 import argparse
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -106,6 +107,18 @@ def make_submissions(root):
     return subs
 
 
+def hidden_files_in_copy(work):
+    """Files in the grader's source copy with the content of a hidden test file."""
+    def digest(path):
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+
+    hidden = {digest(os.path.join(r, f)) for r, _, fs in os.walk(os.path.join(HERE, "hidden"))
+              for f in fs}
+    return [os.path.join(r, f) for r, _, fs in os.walk(os.path.join(work, "src")) for f in fs
+            if digest(os.path.join(r, f)) in hidden]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -116,11 +129,17 @@ def main():
     subs = make_submissions(os.path.join(a.out, "submissions"))
     grades = os.path.join(a.out, "grades")
     shutil.rmtree(grades, ignore_errors=True)
+    limits = settings()
     cmd = [sys.executable, os.path.join(REPO, "tools", "grade"), *subs,
-           "--hidden", os.path.join(HERE, "hidden"), "--timeout", str(settings()["timeout_s"]),
-           "--mem-mb", str(settings()["mem_mb"]), "--out", grades, "--work", a.work, "--jobs", str(a.jobs)]
+           "--hidden", os.path.join(HERE, "hidden"), "--timeout", str(limits["timeout_s"]),
+           "--mem-mb", str(limits["mem_mb"]), "--out", grades, "--work", a.work,
+           "--jobs", str(a.jobs)]
     print("running:", " ".join(cmd), flush=True)
     rc = subprocess.call(cmd)
+    # Checked now, while this test still holds the grading folder (RESOURCE_LOCK): a later run
+    # without --hidden copies the repository's example hidden tests like any other file.
+    with open(os.path.join(a.out, "hidden_in_copy.json"), "w", encoding="utf-8") as f:
+        json.dump(hidden_files_in_copy(a.work), f)
     if rc != 0:
         print(f"tools/grade exited with {rc}: grading the planted submissions must work "
               "(exit 0) whatever they score")

@@ -100,9 +100,9 @@ def choose_labs(sub, requested, declared):
     if not names:
         names = [n for n, lab in declared.items() if lab.editable[0] in sub.files]
     if not names:
+        example = next(iter(declared.values())).editable[0]
         raise SubmissionError(
-            "nothing to grade: the submission holds no lab's editable file (such as "
-            f"{next(iter(declared.values())).editable[0] if declared else 'labs/labNN_*/starter.cpp'}) "
+            f"nothing to grade: the submission holds no lab's editable file (such as {example}) "
             "and no MANIFEST.json; pass --lab labNN to grade it anyway")
     return names
 

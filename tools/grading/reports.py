@@ -135,7 +135,8 @@ def grade_json(grade):
             "title": lg.lab.title,
             "score": num(lg.score),
             "max_score": num(lg.max_score),
-            "build": {"status": lg.build_status, "output": trim(lg.build_output, BUILD_OUTPUT_KEEP)},
+            "build": {"status": lg.build_status,
+                      "output": trim(lg.build_output, BUILD_OUTPUT_KEEP)},
             "file": lg.file,
             "sha256": lg.sha256,
             "tests": [{
