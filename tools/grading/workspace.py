@@ -14,6 +14,7 @@ import fcntl
 import glob
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -139,13 +140,18 @@ class Workspace:
 
     # ---- the build ----
     def _cmake(self, args, timeout):
+        """Runs cmake; returns (exit code or None on timeout, output). A timeout stops the whole
+        process group, compilers included."""
+        p = subprocess.Popen(["cmake"] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
         try:
-            p = subprocess.run(["cmake"] + args, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, timeout=timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired as e:
-            out = (e.output or b"").decode("utf-8", "replace")
-            return None, out + f"\n(stopped after {timeout:g} s)"
-        return p.returncode, p.stdout.decode("utf-8", "replace")
+            out, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate()
+            return None, (out.decode("utf-8", "replace") +
+                          f"\nThe build was stopped after {timeout:g} s.")
+        return p.returncode, out.decode("utf-8", "replace")
 
     def configure(self):
         hidden = self.hidden or ""
