@@ -98,7 +98,8 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
     std::vector<BatchItem> items;
     for (size_t i = 0; i < requests.size(); ++i) {
       const auto& p = requests[i].prompt;
-      if (p.size() > 1) items.push_back({live[i].seq, std::span<const Token>(p).first(p.size() - 1)});
+      if (p.size() > 1)
+        items.push_back({live[i].seq, std::span<const Token>(p).first(p.size() - 1)});
     }
     const double t0 = clock.now();
     if (!items.empty()) target.extend_batch(items);
@@ -146,9 +147,8 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
       const int remaining = req.config.max_new_tokens - static_cast<int>(res.tokens.size());
       const int room = target.max_length() - static_cast<int>(L.context.size());
       if (room < 0) {
-        throw ContextOverflow(req_name(i) + ": context full: " + target.name() +
-                              " holds at most " + std::to_string(target.max_length()) +
-                              " tokens");
+        throw ContextOverflow(req_name(i) + ": context full: " + target.name() + " holds at most " +
+                              std::to_string(target.max_length()) + " tokens");
       }
       const int k_base = k_step >= 0 ? k_step : req.config.k;
       const int k = req.drafter ? std::min({k_base, remaining - 1, room}) : 0;
@@ -158,9 +158,9 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
       if (k > 0) round.drafts = req.drafter->propose(L.context, k);
       round.draft_seconds = clock.now() - t0;
       if (static_cast<int>(round.drafts.size()) > std::max(k, 0)) {
-        throw std::logic_error(req_name(i) + ": drafter '" + req.drafter->name() +
-                               "' proposed " + std::to_string(round.drafts.size()) +
-                               " tokens but k is " + std::to_string(k));
+        throw std::logic_error(req_name(i) + ": drafter '" + req.drafter->name() + "' proposed " +
+                               std::to_string(round.drafts.size()) + " tokens but k is " +
+                               std::to_string(k));
       }
       for (Token t : round.drafts) {
         if (t < 0 || t >= target.vocab_size()) {
@@ -192,8 +192,8 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
     for (size_t a = 0; a < active.size(); ++a) {
       const size_t i = active[a];
       const RoundRecord& round = rounds[a];
-      VerifyResult vr = verify(VerifyInput{round.drafts, logits[a], round.position,
-                                           requests[i].config.sampling});
+      VerifyResult vr =
+          verify(VerifyInput{round.drafts, logits[a], round.position, requests[i].config.sampling});
       const int n_drafts = static_cast<int>(round.drafts.size());
       if (vr.accepted < 0 || vr.accepted > n_drafts ||
           vr.emitted.size() != static_cast<size_t>(vr.accepted) + 1 ||
@@ -234,9 +234,9 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
       }
       if (stopped) {
         round.accepted = std::min(round.accepted, static_cast<int>(round.emitted.size()));
-        target.truncate(L.seq, std::min(target.length(L.seq),
-                                        static_cast<int>(L.context.size() +
-                                                         round.emitted.size()) - 1));
+        target.truncate(L.seq,
+                        std::min(target.length(L.seq),
+                                 static_cast<int>(L.context.size() + round.emitted.size()) - 1));
         res.stopped = true;
       }
       L.context.insert(L.context.end(), round.emitted.begin(), round.emitted.end());

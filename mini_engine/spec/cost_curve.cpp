@@ -42,7 +42,8 @@ std::vector<std::string> split_commas(std::string_view line) {
   size_t start = 0;
   while (true) {
     const size_t comma = line.find(',', start);
-    out.push_back(trim(line.substr(start, comma == std::string_view::npos ? comma : comma - start)));
+    out.push_back(
+        trim(line.substr(start, comma == std::string_view::npos ? comma : comma - start)));
     if (comma == std::string_view::npos) return out;
     start = comma + 1;
   }
@@ -69,8 +70,8 @@ CostCurve CostCurve::from_function(std::vector<int> batch_sizes, int max_k,
     for (int k = 0; k <= max_k; ++k) {
       const double s = seconds(b, k);
       if (!good_seconds(s)) {
-        throw std::invalid_argument(c.source_ + ": T(b=" + std::to_string(b) + ", k=" +
-                                    std::to_string(k) + ") = " + std::to_string(s) +
+        throw std::invalid_argument(c.source_ + ": T(b=" + std::to_string(b) +
+                                    ", k=" + std::to_string(k) + ") = " + std::to_string(s) +
                                     " must be finite and > 0");
       }
       c.table_.push_back(s);
@@ -146,9 +147,9 @@ CostCurve CostCurve::parse_csv(std::string_view text, const std::string& source)
     for (int k = 0; k <= c.max_k_; ++k) {
       const auto it = points.find({b, k});
       if (it == points.end()) {
-        throw std::runtime_error(source + ": no row for b=" + std::to_string(b) + ", k=" +
-                                 std::to_string(k) + " (every listed b needs every k in 0.." +
-                                 std::to_string(c.max_k_) + ")");
+        throw std::runtime_error(
+            source + ": no row for b=" + std::to_string(b) + ", k=" + std::to_string(k) +
+            " (every listed b needs every k in 0.." + std::to_string(c.max_k_) + ")");
       }
       c.table_.push_back(it->second);
     }
@@ -172,7 +173,7 @@ std::string CostCurve::to_csv(const std::string& comment) const {
   char buf[64];
   for (size_t bi = 0; bi < batch_sizes_.size(); ++bi) {
     for (int k = 0; k <= max_k_; ++k) {
-      std::snprintf(buf, sizeof buf, "%d,%d,%.9g\n", batch_sizes_[bi], k, at(bi, k));
+      std::snprintf(buf, sizeof buf, "%d,%d,%.6g\n", batch_sizes_[bi], k, at(bi, k));
       out << buf;
     }
   }
@@ -186,8 +187,8 @@ double CostCurve::seconds(int batch, int k) const {
   }
   if (batch < batch_sizes_.front() || batch > batch_sizes_.back()) {
     throw std::out_of_range("cost curve " + source_ + ": batch size " + std::to_string(batch) +
-                            " is outside its range " + std::to_string(batch_sizes_.front()) +
-                            ".." + std::to_string(batch_sizes_.back()));
+                            " is outside its range " + std::to_string(batch_sizes_.front()) + ".." +
+                            std::to_string(batch_sizes_.back()));
   }
   const auto hi = std::lower_bound(batch_sizes_.begin(), batch_sizes_.end(), batch);
   const auto i1 = static_cast<size_t>(hi - batch_sizes_.begin());
@@ -198,16 +199,15 @@ double CostCurve::seconds(int batch, int k) const {
   return (1.0 - w) * at(i0, k) + w * at(i1, k);
 }
 
-CostCurve measure_cost_curve(BatchTarget& target, const Clock& clock,
-                             std::vector<int> batch_sizes, int max_k,
-                             const MeasureOptions& options) {
+CostCurve measure_cost_curve(BatchTarget& target, const Clock& clock, std::vector<int> batch_sizes,
+                             int max_k, const MeasureOptions& options) {
   check_axes(batch_sizes, max_k, "measure_cost_curve");
   if (options.context < 1 || options.reps < 1 || options.warmup < 0) {
     throw std::invalid_argument("measure_cost_curve: need context >= 1, reps >= 1, warmup >= 0");
   }
   if (options.context + max_k + 1 > target.max_length()) {
-    throw ContextOverflow("measure_cost_curve: context " + std::to_string(options.context) +
-                          " + " + std::to_string(max_k + 1) + " tokens exceeds " + target.name() +
+    throw ContextOverflow("measure_cost_curve: context " + std::to_string(options.context) + " + " +
+                          std::to_string(max_k + 1) + " tokens exceeds " + target.name() +
                           "'s max_length " + std::to_string(target.max_length()));
   }
   const int vocab = target.vocab_size();
@@ -254,7 +254,10 @@ CostCurve measure_cost_curve(BatchTarget& target, const Clock& clock,
     for (int id : ids) target.remove_sequence(id);
   }
   return CostCurve::from_function(
-      std::move(batch_sizes), max_k, [&](int b, int k) { return measured.at({b, k}); },
+      std::move(batch_sizes), max_k,
+      [&](int b, int k) {
+        return measured.at({b, k});
+      },
       "measured " + target.name());
 }
 

@@ -41,8 +41,8 @@ ToyBatchTarget::ToyBatchTarget(ToyTargetConfig config, ToyCostModel cost)
 }
 
 std::string ToyBatchTarget::name() const {
-  return "toy-batch/" + to_string(config_.regime) + "(vocab=" +
-         std::to_string(config_.vocab_size) + ", seed=" + std::to_string(config_.seed) + ")";
+  return "toy-batch/" + to_string(config_.regime) + "(vocab=" + std::to_string(config_.vocab_size) +
+         ", seed=" + std::to_string(config_.seed) + ")";
 }
 
 int ToyBatchTarget::add_sequence() {
@@ -91,14 +91,16 @@ std::vector<Logits> ToyBatchTarget::extend_batch(std::span<const BatchItem> item
     if (t.tokens().size() + items[j].tokens.size() > static_cast<size_t>(config_.max_length)) {
       throw ContextOverflow("ToyBatchTarget: appending " + std::to_string(items[j].tokens.size()) +
                             " tokens to sequence " + std::to_string(items[j].seq) + " (" +
-                            std::to_string(t.tokens().size()) + " tokens) would exceed max_length " +
+                            std::to_string(t.tokens().size()) +
+                            " tokens) would exceed max_length " +
                             std::to_string(config_.max_length));
     }
     total += static_cast<int>(items[j].tokens.size());
   }
   std::vector<Logits> out;
   out.reserve(items.size());
-  for (const BatchItem& item : items) out.push_back(at(item.seq, "extend_batch").extend(item.tokens));
+  for (const BatchItem& item : items)
+    out.push_back(at(item.seq, "extend_batch").extend(item.tokens));
   clock_.advance(cost_.seconds(total));
   ++calls_;
   fed_tokens_ += total;

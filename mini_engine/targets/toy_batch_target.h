@@ -53,8 +53,8 @@ class ToyBatchTarget final : public BatchTarget {
   const SimulatedClock& clock() const { return clock_; }
   const ToyCostModel& cost_model() const { return cost_; }
   const ToyTargetConfig& config() const { return config_; }
-  std::int64_t calls() const { return calls_; }             // extend_batch calls so far
-  std::int64_t fed_tokens() const { return fed_tokens_; }   // tokens fed by those calls
+  std::int64_t calls() const { return calls_; }            // extend_batch calls so far
+  std::int64_t fed_tokens() const { return fed_tokens_; }  // tokens fed by those calls
   // A prompt that suits the regime, as ToyTarget::make_prompt (the same for every sequence).
   std::vector<Token> make_prompt(int length) const;
 

@@ -76,9 +76,9 @@ int choose_k(const CostCurve& curve, int batch, std::span<const double> alpha, i
 std::vector<double> replay_reach(std::span<const Token> drafts, const Logits& logits,
                                  double temperature) {
   if (static_cast<size_t>(logits.rows()) != drafts.size() + 1) {
-    throw std::invalid_argument("replay_reach: need drafts.size() + 1 = " +
-                                std::to_string(drafts.size() + 1) + " logits rows, got " +
-                                std::to_string(logits.rows()));
+    throw std::invalid_argument(
+        "replay_reach: need drafts.size() + 1 = " + std::to_string(drafts.size() + 1) +
+        " logits rows, got " + std::to_string(logits.rows()));
   }
   if (!(temperature >= 0.0)) throw std::invalid_argument("replay_reach: temperature must be >= 0");
   std::vector<double> reach;

@@ -35,7 +35,7 @@ V prompt_for(const ToyTarget& t, int i, int len) {
 }
 
 struct Spec {
-  int n;        // prompt-lookup n; 0 = no drafter
+  int n;  // prompt-lookup n; 0 = no drafter
   int k;
   int max_new;
   int prompt_len;
@@ -94,11 +94,9 @@ TEST_SUITE("engine / batched speculative loop") {
     for (std::uint64_t seed = 0; seed < 4; ++seed) {
       for (double noise : {0.0, 0.15}) {
         INFO("seed=", seed, " noise=", noise);
-        check_identity(periodic_cfg(seed, noise), {{1, 4, 80, 10},
-                                                   {2, 6, 55, 14},
-                                                   {3, 2, 90, 6},
-                                                   {1, 8, 31, 20},
-                                                   {2, 3, 1, 8}});
+        check_identity(
+            periodic_cfg(seed, noise),
+            {{1, 4, 80, 10}, {2, 6, 55, 14}, {3, 2, 90, 6}, {1, 8, 31, 20}, {2, 3, 1, 8}});
       }
     }
   }

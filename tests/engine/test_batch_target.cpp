@@ -164,7 +164,7 @@ TEST_SUITE("engine / batch target") {
     const auto got = run_speculative(view, d2, greedy_verify_rule(), prompt, dc);
     CHECK(got.tokens == want.tokens);
     CHECK(got.stats.target_runs == want.stats.target_runs);
-    CHECK(batch.length(other) == 0);  // the other sequence was never touched
+    CHECK(batch.length(other) == 0);                    // the other sequence was never touched
     CHECK(batch.calls() == got.stats.target_runs + 1);  // + the prefill
     CHECK_THROWS_AS(SequenceView(batch, 99), std::out_of_range);
   }

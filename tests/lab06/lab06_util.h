@@ -117,7 +117,8 @@ inline double ref_best(const CostCurve& c, int b, const std::vector<double>& alp
 // A plan's speed-up, judged by the tests' own formula.
 inline double ref_plan_speedup(const CostCurve& c, int b, const std::vector<DrafterProfile>& d,
                                const SpeculationPlan& plan) {
-  return plan.k == 0 ? 1.0 : ref_speedup(c, b, plan.k, d.at(static_cast<size_t>(plan.drafter)).alpha);
+  return plan.k == 0 ? 1.0
+                     : ref_speedup(c, b, plan.k, d.at(static_cast<size_t>(plan.drafter)).alpha);
 }
 
 // The measured CpuLlama cost curve (data/cost_curves/README.md), or a SKIP saying why it is

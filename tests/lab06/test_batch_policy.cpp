@@ -60,8 +60,8 @@ TEST_SUITE("lab06 / Speculating in a batch") {
           const Outcome ours = decode(cfg, cost, b, plan_n, plan.k);
           const Outcome theirs = decode(cfg, cost, b, a.n, a.k);
           INFO(std::string(easy ? "periodic" : "markov"), " fixed=", cost.fixed_seconds, " b=", b,
-               ": tokens/s plain ", plain.tokens_per_second, ", policy (n=", plan_n, " k=",
-               plan.k, ") ", ours.tokens_per_second, ", AUTO (n=", a.n, " k=", a.k, ") ",
+               ": tokens/s plain ", plain.tokens_per_second, ", policy (n=", plan_n, " k=", plan.k,
+               ") ", ours.tokens_per_second, ", AUTO (n=", a.n, " k=", a.k, ") ",
                theirs.tokens_per_second);
           CHECK(ours.tokens == plain.tokens);  // speculation never changes the text
           CHECK(ours.tokens_per_second >= 0.95 * plain.tokens_per_second);
@@ -95,6 +95,6 @@ TEST_SUITE("lab06 / Speculating in a batch") {
     CHECK(steps.front().active == 64);
     CHECK(steps.front().drafted == 0);  // 64 requests: the pass is compute-bound already
     CHECK(steps.back().active == 1);
-    CHECK(steps.back().drafted > 0);    // alone at the end: drafts are nearly free
+    CHECK(steps.back().drafted > 0);  // alone at the end: drafts are nearly free
   }
 }

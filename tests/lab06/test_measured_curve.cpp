@@ -41,7 +41,8 @@ TEST_SUITE("lab06 / The AUTO heuristic and its limits") {
     }
   }
 
-  TEST_CASE("on the measured CpuLlama curve the policy matches or beats AUTO at batch 1 4 8 and 32") {
+  TEST_CASE(
+      "on the measured CpuLlama curve the policy matches or beats AUTO at batch 1 4 8 and 32") {
     const CostCurve curve = lab06::measured_curve_or_skip();
     require_shape(curve);
     for (bool easy : {true, false}) {
@@ -54,8 +55,8 @@ TEST_SUITE("lab06 / The AUTO heuristic and its limits") {
             a.k == 0 ? 1.0 : lab06::ref_speedup(curve, b, a.k, drafters[a.n == 3 ? 0 : 1].alpha);
         const SpeculationPlan plan = plan_speculation(curve, b, drafters, curve.max_k());
         const double plan_speedup = lab06::ref_plan_speedup(curve, b, drafters, plan);
-        INFO(std::string(easy ? "periodic" : "markov"), " b=", b, ": AUTO (k=", a.k, " n=", a.n, ") ",
-             auto_speedup, "x, policy (k=", plan.k, ") ", plan_speedup, "x");
+        INFO(std::string(easy ? "periodic" : "markov"), " b=", b, ": AUTO (k=", a.k, " n=", a.n,
+             ") ", auto_speedup, "x, policy (k=", plan.k, ") ", plan_speedup, "x");
         CHECK(plan_speedup >= auto_speedup - 1e-12);
         CHECK(plan_speedup >= 1.0);
       }

@@ -30,7 +30,8 @@ Logits logits_from_probs(const std::vector<D>& probs, int vocab = 8) {
 TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
   TEST_CASE("hand-computed: p = 0.5 then 0.8 then 1 gives reach 0.5 then 0.4 then 0.4") {
     // Row i gives the draft d_i (token 1, 2, 3) probability 0.5, 0.8, 1.0.
-    const Logits l = logits_from_probs({{0.5, 0.5}, {0.2, 0.0001, 0.7999}, {0.0, 0, 0, 1.0}, {1.0}});
+    const Logits l =
+        logits_from_probs({{0.5, 0.5}, {0.2, 0.0001, 0.7999}, {0.0, 0, 0, 1.0}, {1.0}});
     const D reach = replay_reach(V{1, 2, 3}, l, 1.0);
     REQUIRE(reach.size() == 3);
     INFO("reach is a running product: the chance that drafts 1..i would ALL be accepted");
@@ -72,8 +73,8 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
       greedy.add(r.drafts, *r.logits);
       sampled.add(r.drafts, *r.logits);
     };
-    const auto res = run_speculative(target, drafter, greedy_verify_rule(),
-                                     lab06::prompt_for(cfg, 0), dc);
+    const auto res =
+        run_speculative(target, drafter, greedy_verify_rule(), lab06::prompt_for(cfg, 0), dc);
     CHECK(greedy.rounds() == res.stats.target_runs);
     CHECK(greedy.expected_tokens_per_run() == doctest::Approx(res.stats.tokens_per_run()));
     const D measured = acceptance_profile(res.stats, 5);

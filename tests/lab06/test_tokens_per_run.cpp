@@ -14,8 +14,9 @@ using D = std::vector<double>;
 TEST_SUITE("lab06 / Tokens per run from acceptance rates") {
   TEST_CASE("hand-computed: alpha 0.8 0.5 0.25 gives 1 then 1.8 then 2.2 then 2.3") {
     const D alpha = {0.8, 0.5, 0.25};
-    INFO("E(k) = 1 + a1 + a1*a2 + a1*a2*a3 ...: the target's own token, then each draft that "
-         "survives together with every draft before it");
+    INFO(
+        "E(k) = 1 + a1 + a1*a2 + a1*a2*a3 ...: the target's own token, then each draft that "
+        "survives together with every draft before it");
     CHECK(expected_tokens_per_run(alpha, 0) == doctest::Approx(1.0));
     CHECK(expected_tokens_per_run(alpha, 1) == doctest::Approx(1.8));
     CHECK(expected_tokens_per_run(alpha, 2) == doctest::Approx(2.2));
@@ -97,11 +98,13 @@ TEST_SUITE("lab06 / Measuring acceptance") {
         DecodeConfig dc;
         dc.k = 6;
         dc.max_new_tokens = 301;
-        const auto r = run_speculative(target, drafter, greedy_verify_rule(),
-                                       lab06::prompt_for(cfg, 0), dc);
+        const auto r =
+            run_speculative(target, drafter, greedy_verify_rule(), lab06::prompt_for(cfg, 0), dc);
         const D alpha = acceptance_profile(r.stats, 6);
-        INFO("workload ", easy ? "periodic" : "markov", " n=", n, ": E(6) from the measured "
-             "rates must equal emitted / runs = ", r.stats.tokens_per_run());
+        INFO("workload ", easy ? "periodic" : "markov", " n=", n,
+             ": E(6) from the measured "
+             "rates must equal emitted / runs = ",
+             r.stats.tokens_per_run());
         CHECK(expected_tokens_per_run(alpha, 6) == doctest::Approx(r.stats.tokens_per_run()));
         for (double a : alpha) CHECK((a >= 0.0 && a <= 1.0));
       }
