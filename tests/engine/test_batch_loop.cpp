@@ -10,6 +10,7 @@
 #include "mini_engine/spec/loop.h"
 #include "mini_engine/targets/toy_batch_target.h"
 #include "mini_engine/targets/toy_target.h"
+#include "nasd.h"
 #include "prompt_lookup.h"
 
 using namespace speclab;
@@ -42,8 +43,11 @@ struct Spec {
 };
 
 // Runs the batch, then each request alone on a fresh ToyTarget, and compares them.
+// With temperature > 0, requests sample (each with its own RNG sequence) and are verified by
+// lab 03's lossless sampled rule; plain sampled decoding is then the reference.
 void check_identity(const ToyTargetConfig& cfg, const std::vector<Spec>& specs,
-                    const std::vector<Token>& stops = {}) {
+                    const std::vector<Token>& stops = {}, double temperature = 0.0) {
+  const VerifyRule rule = temperature > 0.0 ? sampled_verify_rule() : greedy_verify_rule();
   ToyBatchTarget batch(cfg);
   ToyTarget ref(cfg);
   std::vector<std::unique_ptr<PromptLookupDrafter>> drafters;
@@ -58,9 +62,12 @@ void check_identity(const ToyTargetConfig& cfg, const std::vector<Spec>& specs,
     r.config.k = specs[i].k;
     r.config.max_new_tokens = specs[i].max_new;
     r.config.stop_tokens = stops;
+    r.config.sampling.temperature = temperature;
+    r.config.sampling.seed = 77;
+    r.config.sampling.sequence = i;
     reqs.push_back(std::move(r));
   }
-  const BatchGenerationResult got = run_speculative_batch(batch, reqs, greedy_verify_rule());
+  const BatchGenerationResult got = run_speculative_batch(batch, reqs, rule);
   REQUIRE(got.requests.size() == specs.size());
   std::int64_t max_runs = 0;
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -68,7 +75,11 @@ void check_identity(const ToyTargetConfig& cfg, const std::vector<Spec>& specs,
     GenerationResult want;
     if (specs[i].n > 0 && specs[i].k > 0) {
       PromptLookupDrafter d(specs[i].n);
-      want = run_speculative(alone, d, greedy_verify_rule(), reqs[i].prompt, reqs[i].config);
+      want = run_speculative(alone, d, rule, reqs[i].prompt, reqs[i].config);
+      if (temperature > 0.0) {
+        ToyTarget plain(cfg);
+        CHECK(run_baseline(plain, reqs[i].prompt, reqs[i].config).tokens == want.tokens);
+      }
     } else {
       want = run_baseline(alone, reqs[i].prompt, reqs[i].config);
     }
@@ -111,6 +122,19 @@ TEST_SUITE("engine / batched speculative loop") {
     r.regime = ToyRegime::random;
     r.vocab_size = 4096;
     check_identity(r, {{1, 5, 50, 1}, {1, 3, 20, 30}});
+  }
+
+  TEST_CASE("with sampled verification each request matches plain sampled decoding") {
+    for (double temperature : {0.7, 1.0}) {
+      INFO("temperature=", temperature);
+      check_identity(periodic_cfg(3, 0.1), {{1, 4, 60, 10}, {2, 6, 45, 12}, {0, 3, 30, 9}}, {},
+                     temperature);
+      ToyTargetConfig m;
+      m.regime = ToyRegime::markov;
+      m.vocab_size = 64;
+      m.seed = 8;
+      check_identity(m, {{1, 5, 50, 6}, {2, 2, 70, 9}}, {}, temperature);
+    }
   }
 
   TEST_CASE("requests without a drafter or with k = 0 decode exactly like run_baseline") {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "lab06_util.h"
+#include "nasd.h"
 
 using namespace speclab;
 using D = std::vector<double>;
@@ -83,6 +84,51 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
     INFO("the toy gives its top token about 0.8: a sampled verifier would accept less often");
     CHECK(sampled.expected_tokens_per_run() > 1.0);
     CHECK(sampled.expected_tokens_per_run() < greedy.expected_tokens_per_run() - 0.5);
+  }
+
+  TEST_CASE("replaying a sampled run predicts its measured tokens per run within 4 sigma") {
+    // Lab 03's sampled rule accepts draft d with probability p(d), independently per position,
+    // so given each round's drafts and logits, P(accepted >= i) is exactly reach_i. The realized
+    // total therefore differs from the replayed total only by sampling noise, whose variance the
+    // replay also gives: Var(A) = sum_i (2i - 1) reach_i - (sum_i reach_i)^2 per round.
+    for (double temperature : {0.6, 1.0}) {
+      ReplayAccumulator replay(temperature);
+      double expected_accepted = 0.0, variance = 0.0;
+      std::int64_t accepted = 0, runs = 0;
+      for (std::uint64_t seed = 0; seed < 6; ++seed) {
+        const ToyTargetConfig cfg = lab06::workload(true, seed);
+        ToyTarget target(cfg);
+        PromptLookupDrafter drafter(1);
+        DecodeConfig dc;
+        dc.k = 4;
+        dc.max_new_tokens = 250;
+        dc.sampling.temperature = temperature;
+        dc.sampling.seed = 1000 + seed;
+        dc.on_round = [&](const RoundRecord& r) {
+          replay.add(r.drafts, *r.logits);
+          const D reach = replay_reach(r.drafts, *r.logits, temperature);
+          double mean = 0.0, second = 0.0;
+          for (size_t i = 0; i < reach.size(); ++i) {
+            mean += reach[i];
+            second += static_cast<double>(2 * i + 1) * reach[i];
+          }
+          expected_accepted += mean;
+          variance += second - mean * mean;
+        };
+        const auto res =
+            run_speculative(target, drafter, sampled_verify_rule(), lab06::prompt_for(cfg, 0), dc);
+        accepted += res.stats.accepted;
+        runs += res.stats.target_runs;
+      }
+      const double sigma = std::sqrt(variance);
+      INFO("temperature=", temperature, ": ", runs, " rounds accepted ", accepted,
+           " drafts; the replay expects ", expected_accepted, " +- ", sigma);
+      CHECK(replay.rounds() == runs);
+      CHECK(sigma > 1.0);  // the test has noise to measure against
+      CHECK(std::abs(static_cast<double>(accepted) - expected_accepted) <= 4.0 * sigma);
+      CHECK(replay.expected_tokens_per_run() ==
+            doctest::Approx(1.0 + expected_accepted / static_cast<double>(runs)));
+    }
   }
 
   TEST_CASE("wrong row count or a negative temperature is rejected") {
