@@ -157,19 +157,23 @@ def test_next_and_previous_follow_the_nav(open_page, base_url):
 
 
 def solution_lines() -> dict[str, list[str]]:
-    """Lines of each reference solution that appear in neither the lab's header nor its starter:
-    the code a student is meant to write."""
+    """Lines of each reference solution that appear in no other source file of the repository
+    (labs, engine, tests, tools): the code a student is meant to write."""
     out = {}
-    for solution in sorted((ROOT / "solutions").glob("*/solution.cpp")):
-        lab = ROOT / "labs" / solution.parent.name
-        given = set()
-        for f in lab.glob("*"):
-            if f.suffix in (".h", ".cpp"):
+    given = set()
+    for folder in ("labs", "mini_engine", "tests", "tools", "bench"):
+        for f in (ROOT / folder).rglob("*"):
+            if f.suffix in (".h", ".cpp", ".cu", ".inc"):
                 given |= {" ".join(line.split()) for line in f.read_text().splitlines()}
+    given_text = list(given)
+    for solution in sorted((ROOT / "solutions").glob("*/solution.cpp")):
         lines = []
         for line in solution.read_text().splitlines():
             norm = " ".join(line.split())
-            if len(norm) >= 24 and not norm.startswith("//") and norm not in given:
+            # A fragment of a line found elsewhere (e.g. "throw std::invalid_argument(") is not
+            # distinctive either.
+            if (len(norm) >= 24 and not norm.startswith("//") and norm not in given
+                    and not any(norm in g for g in given_text)):
                 lines.append(norm)
         out[solution.parent.name] = lines
     return out
