@@ -1,5 +1,5 @@
 // Lab 06 -- the policy on the measured CpuLlama cost curve (data/cost_curves/README.md).
-// These cases SKIP, saying why, until the curve has been measured and committed.
+// These cases SKIP, saying why, when no measured curve is there.
 #include <doctest/doctest.h>
 
 #include <algorithm>
