@@ -227,6 +227,8 @@ TEST_SUITE("tokenizer / pre-tokenizer") {
     CHECK(pieces(" 2024") == std::vector<std::string>{" ", "2", "0", "2", "4"});
     CHECK(pieces("a   b") == std::vector<std::string>{"a", "  ", " b"});
     CHECK(pieces("it's") == std::vector<std::string>{"it", "'s"});
+    // The digit cut ends the stretch before it, so these two spaces stay together.
+    CHECK(pieces("a  1") == std::vector<std::string>{"a", "  ", "1"});
   }
 }
 

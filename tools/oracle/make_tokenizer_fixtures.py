@@ -92,6 +92,12 @@ CASES = [
     ("nel_linesep", "\u0085 NEL and \u2028 line sep \u2029 para"),
     ("vertical_tab_ff", "a\x0bb\x0cc"),
     ("hundred_spaces", " " * 100),
+    ("unicode_space_runs", "x \u00a0y a\u3000\u3000b \u2009\u2009. end\u00a0\u00a0"),
+    ("unicode_space_punct", "!\u00a0? (\u3000) \u00a0\u00a0-- \u2028\u2028x"),
+    # digits next to white space: the digit split ends a stretch, so a space run before a digit
+    # stays whole instead of lending its last space to the digit
+    ("spaces_before_digits", "total:  42 and\t\t7 x   2024"),
+    ("numbered_list", "    1. item\n    2. item\n"),
     # digits and numbers of other scripts
     ("digits", "12345"),
     ("decimals", "3.14159 and 2,718"),
