@@ -56,7 +56,10 @@ function(_speclab_discover target list_file ctest_file)
 endfunction()
 
 function(speclab_add_doctest target)
-  cmake_parse_arguments(A "" "PREFIX;TIMEOUT;MEM_MB" "LABELS;PROPERTIES" ${ARGN})
+  cmake_parse_arguments(A "" "PREFIX;TIMEOUT;MEM_MB;CASES_FILE" "LABELS;PROPERTIES" ${ARGN})
+  if(NOT A_CASES_FILE)
+    set(A_CASES_FILE ${CMAKE_CURRENT_BINARY_DIR}/${target}.cases)
+  endif()
   if(NOT DEFINED A_MEM_MB)
     set(A_MEM_MB ${SPECLAB_CASE_MEMORY_MB})
   endif()
@@ -70,7 +73,7 @@ function(speclab_add_doctest target)
   string(REPLACE ";" "|" labels "${A_LABELS}")  # one list element; discover_doctest.cmake splits it
   target_link_libraries(${target} PRIVATE speclab_doctest_main)
   _speclab_discover(${target}
-    ${CMAKE_CURRENT_BINARY_DIR}/${target}.cases
+    ${A_CASES_FILE}
     ${CMAKE_CURRENT_BINARY_DIR}/${target}_tests.cmake
     PREFIX "${A_PREFIX}"
     RUNNER ${SPECLAB_TESTRUN} case --exe $<TARGET_FILE:${target}>
@@ -163,6 +166,45 @@ function(speclab_add_lab lab)
     add_test(NAME "mutants: ${lab}/${m} is caught"
       COMMAND ${SPECLAB_TESTRUN} mutant --build-dir ${PROJECT_BINARY_DIR} --lab ${lab} --mutant ${m})
     set_tests_properties("mutants: ${lab}/${m} is caught" PROPERTIES
+      LABELS mutants FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600)
+  endforeach()
+endfunction()
+
+# speclab_add_header_mutants(<group> TEST_TARGET <exe> HEADER <path from the project root>
+#                            MUTANTS <names...>)
+#   Engine mutants: tests/mutants/<group>/<name>.mutant edits a header-only engine file; the
+#   test executable is rebuilt with the edited copy first on its include path, and
+#   "mutants: <group>/<name> is caught" checks that at least one of its cases fails.
+#   The test target must be registered with speclab_add_doctest(... CASES_FILE
+#   ${SPECLAB_LABTESTS_DIR}/<group>.cases).
+function(speclab_add_header_mutants group)
+  cmake_parse_arguments(H "" "TEST_TARGET;HEADER" "MUTANTS" ${ARGN})
+  get_target_property(sources ${H_TEST_TARGET} SOURCES)
+  get_target_property(libs ${H_TEST_TARGET} LINK_LIBRARIES)
+  get_target_property(incs ${H_TEST_TARGET} INCLUDE_DIRECTORIES)
+  set(original ${PROJECT_SOURCE_DIR}/${H_HEADER})
+  foreach(m IN LISTS H_MUTANTS)
+    set(root ${CMAKE_CURRENT_BINARY_DIR}/mutants/${group}/${m})
+    set(mutated ${root}/${H_HEADER})
+    set(mutant_file ${PROJECT_SOURCE_DIR}/tests/mutants/${group}/${m}.mutant)
+    get_filename_component(mutated_dir ${mutated} DIRECTORY)
+    add_custom_command(OUTPUT ${mutated}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${mutated_dir}
+      COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/make_mutant.py
+              ${original} ${mutant_file} ${mutated}
+      DEPENDS ${original} ${mutant_file} ${PROJECT_SOURCE_DIR}/tools/make_mutant.py
+      COMMENT "Mutant ${group}/${m}"
+      VERBATIM)
+    set(exe ${group}_mutant_${m})
+    add_executable(${exe} EXCLUDE_FROM_ALL ${sources} ${mutated})
+    target_include_directories(${exe} BEFORE PRIVATE ${root})
+    target_include_directories(${exe} PRIVATE ${incs})
+    target_link_libraries(${exe} PRIVATE ${libs})
+    set_target_properties(${exe} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${SPECLAB_LABTESTS_DIR})
+    add_dependencies(speclab_aux ${exe})
+    add_test(NAME "mutants: ${group}/${m} is caught"
+      COMMAND ${SPECLAB_TESTRUN} mutant --build-dir ${PROJECT_BINARY_DIR} --lab ${group} --mutant ${m})
+    set_tests_properties("mutants: ${group}/${m} is caught" PROPERTIES
       LABELS mutants FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600)
   endforeach()
 endfunction()

@@ -14,6 +14,7 @@
 
 namespace speclab {
 
+// --8<-- [start:ngram_propose]
 // Returns up to `k` tokens that followed the most recent *earlier* occurrence of the last `n`
 // tokens of `context`. The occurrence that *is* that suffix (ending at the last token) never
 // counts. Scans latest-first, so the most recent earlier occurrence wins. Fewer than k tokens
@@ -21,7 +22,9 @@ namespace speclab {
 // Returns an empty vector when k == 0, when context.size() <= n, or when nothing matches.
 // Throws std::invalid_argument when n < 1 or k < 0.
 std::vector<Token> ngram_propose(std::span<const Token> context, int n, int k);
+// --8<-- [end:ngram_propose]
 
+// --8<-- [start:verify_greedy]
 // Greedy verification. `logits` has drafts.size() + 1 rows; row i scores the token that follows
 // context + drafts[0..i) -- the *evolving* context, one more draft per row.
 // Accepts drafts[i] while it equals argmax(row i). Returns the accepted drafts followed by one
@@ -29,6 +32,7 @@ std::vector<Token> ngram_propose(std::span<const Token> context, int n, int k);
 // last row when every draft was accepted (the bonus). emitted.size() == accepted + 1.
 // Throws std::invalid_argument when logits.rows() != drafts.size() + 1.
 VerifyResult verify_greedy(std::span<const Token> drafts, const Logits& logits);
+// --8<-- [end:verify_greedy]
 
 // ---- glue: the engine-facing wrappers (not part of the exercise) ----
 

@@ -52,7 +52,7 @@ std::vector<Token> ids_of(const json& j) { return j.get<std::vector<Token>>(); }
 
 const json& fixture() {
   static const json j = [] {
-    std::ifstream in(SPECLAB_FIXTURE_DIR "/tokenizer_smollm2.json");
+    std::ifstream in(SPECLAB_FIXTURES_DIR "/tokenizer_smollm2.json");
     REQUIRE_MESSAGE(in.good(), "cannot open tests/fixtures/tokenizer_smollm2.json");
     return json::parse(in);
   }();
@@ -63,7 +63,10 @@ const json& fixture() {
 const Tokenizer& smollm2() {
   static const Tokenizer t = [] {
     const auto path = speclab::testing::find_smollm2();
-    if (!path) speclab::testing::skip(speclab::testing::smollm2_missing_reason());
+    if (!path) {
+      speclab::testing::skip(
+          "SmolLM2 GGUF not found: set SPECLAB_MODEL or run tools/fetch_model");
+    }
     return Tokenizer::from_gguf(GgufFile::open(*path));
   }();
   return t;

@@ -23,9 +23,9 @@ What is recorded:
            them with std::invalid_argument instead)
   vocab    vocabulary size, bos/eos ids, add_bos, the end-of-generation set among the specials
 
-Usage (from the repository root; tools/oracle/setup installs tools/requirements-oracle.txt
+Usage (from the repository root; tools/oracle/setup_venv installs tools/requirements-oracle.txt
 into .venv/):
-  tools/oracle/setup
+  tools/oracle/setup_venv
   .venv/bin/python tools/oracle/make_tokenizer_fixtures.py [--model PATH] [--out PATH]
 """
 import argparse

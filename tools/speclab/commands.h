@@ -7,4 +7,7 @@ namespace speclab::cli {
 // `speclab demo`: speculative vs plain decoding side by side.
 void add_demo(CLI::App& app);
 
+// `speclab trace`: one JSON line per verify round (tools/speclab/trace.cpp documents the fields).
+void add_trace(CLI::App& app);
+
 }  // namespace speclab::cli

@@ -1,0 +1,107 @@
+#pragma once
+// Lab 03 -- NASD: n-gram assisted speculative decoding with top-k enrichment and sampled
+// verification. The chapter: book/lab03_nasd.md
+//
+// You implement, in starter.cpp: top_k_tokens, record_round and verify_sampled.
+// The n-gram storage comes from lab 02. This lab links lab 02's *reference* solution, so you can
+// do lab 03 before (or without) finishing lab 02 (the chapter, "Before you start").
+// Everything below the glue line is given; you do not need to change it.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mini_engine/core/logits.h"
+#include "mini_engine/core/token.h"
+#include "mini_engine/sampling/sampling.h"
+#include "mini_engine/spec/drafter.h"
+#include "mini_engine/spec/round.h"
+#include "mini_engine/spec/verify.h"
+#include "ngram_storage.h"
+
+namespace speclab {
+
+// The `k` highest-scoring tokens of `row`, best first; equal scores go to the lower id.
+// Tokens scored -infinity (probability 0 at every temperature) are never returned, so fewer than
+// k come back when fewer than k tokens are possible. Returns {} when k == 0.
+// Throws std::invalid_argument when k < 0.
+std::vector<Token> top_k_tokens(std::span<const float> row, int k);
+
+// Teaches `storage` what one verify round showed. For each emitted token i -- it sits at sequence
+// position round.position + i and follows the real text context[0 .. round.position + i) --
+//   1. records round.emitted[i] after that text;
+//   2. when filler_top_k > 1, also records top_k_tokens(round.logits->row(i), filler_top_k),
+//      in rank order, after the same text.
+// So filler_top_k == 1 records the emitted tokens only. Only rows 0 .. emitted.size()-1 are
+// read: row i scores position round.position + i given real text. Later rows were computed
+// after a rejected draft, for a context that never happened.
+// Requires: context ends with round.emitted (context.size() == round.position +
+// round.emitted.size()), round.logits has at least round.emitted.size() rows, and
+// filler_top_k >= 1. Throws std::invalid_argument otherwise, before recording anything.
+void record_round(NGramModel& storage, std::span<const Token> context, const RoundRecord& round,
+                  int filler_top_k);
+
+// Sampled verification. `logits` has drafts.size() + 1 rows; row i scores the token at sequence
+// position `position + i`, after the context extended by drafts[0..i).
+// For i = 0, 1, ...: draw x = sample_at(logits.row(i), sampling, position + i), the token plain
+// decoding would draw there. While i < drafts.size() and x == drafts[i], accept the draft and go
+// on. At the first mismatch emit x itself -- the token already drawn, not a new draw -- and stop.
+// When every draft was accepted, emit the draw from the last row (the bonus).
+// With the engine's counter-based RNG this emits exactly the tokens run_baseline emits with the
+// same SamplingParams, token for token; temperature 0 gives verify_greedy's result.
+// Returns accepted drafts followed by one target token: emitted.size() == accepted + 1.
+// Throws std::invalid_argument when logits.rows() != drafts.size() + 1 or position < 0.
+VerifyResult verify_sampled(std::span<const Token> drafts, const Logits& logits,
+                            std::int64_t position, const SamplingParams& sampling);
+
+// ---- glue: the engine-facing drafter and verify rule (not part of the exercise) ----
+
+struct NasdConfig {
+  int n = 3;                    // longest n-gram: the context is up to n-1 tokens
+  int min_context = 1;          // back-off floor of the NGramStorage
+  int filler_top_k = 3;         // 1: learn only the emitted tokens; k > 1: also the target's top-k
+  bool stop_if_unknown = true;  // end the draft at the first miss instead of padding
+};
+
+// NASD as an engine Drafter: begin() seeds a fresh NGramStorage with the prompt, propose() is
+// draft(), and observe() is record_round() with the round's logits.
+class NasdDrafter final : public Drafter {
+ public:
+  explicit NasdDrafter(NasdConfig config = {})
+      : config_(config), storage_(config.n, config.min_context) {
+    if (config.filler_top_k < 1) {
+      throw std::invalid_argument("NasdDrafter: filler_top_k must be >= 1, got " +
+                                  std::to_string(config.filler_top_k));
+    }
+  }
+  std::string name() const override {
+    return "nasd(n=" + std::to_string(config_.n) +
+           ", min_context=" + std::to_string(config_.min_context) +
+           ", filler_top_k=" + std::to_string(config_.filler_top_k) +
+           (config_.stop_if_unknown ? "" : ", pad") + ")";
+  }
+  void begin(std::span<const Token> prompt) override {
+    storage_.clear();
+    storage_.seed(prompt);
+  }
+  std::vector<Token> propose(std::span<const Token> context, int k) override {
+    return draft(storage_, context, k, config_.stop_if_unknown);
+  }
+  void observe(std::span<const Token> context, const RoundRecord& round) override {
+    record_round(storage_, context, round, config_.filler_top_k);
+  }
+  const NGramStorage& storage() const { return storage_; }
+
+ private:
+  NasdConfig config_;
+  NGramStorage storage_;
+};
+
+// verify_sampled as an engine VerifyRule (uses the round's position and SamplingParams).
+inline VerifyRule sampled_verify_rule() {
+  return [](const VerifyInput& in) {
+    return verify_sampled(in.drafts, in.logits, in.position, in.sampling);
+  };
+}
+
+}  // namespace speclab

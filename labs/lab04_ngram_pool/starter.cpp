@@ -1,0 +1,85 @@
+// Lab 04 -- your file. Implement the functions marked "(lab 04)" in ngram_pool.h; their
+// contracts are there. Run the tests:
+//   LAB_IMPL=starter ctest --test-dir build -L lab04 --output-on-failure
+#include "ngram_pool.h"
+
+namespace speclab {
+
+NGramPool::NGramPool(const NGramPoolConfig& config) : config_(config) {
+  // TODO(lab04): reject a config with v or k outside [1, 64] or a negative max_values_per_key
+  // (std::invalid_argument naming the field).
+  todo("lab04", "NGramPool::NGramPool", "book/lab04_ngram_pool.md, section 'The options'");
+}
+
+void NGramPool::insert_pair(std::span<const Token> key, std::span<const Token> value) {
+  // TODO(lab04): count the update, then apply the keep rule: a new key (evict the least
+  // recently used key first when the pool is full), the longest value when !is_keep_all, and
+  // the prefix-free list of values when is_keep_all. Call touch() on every key you update.
+  (void)key, (void)value;
+  todo("lab04", "NGramPool::insert_pair",
+       "book/lab04_ngram_pool.md, section 'Keeping values: the keep rule'");
+}
+
+void NGramPool::scan(std::span<const Token> tokens) {
+  // TODO(lab04): for each key length n in 1..k and each start i with i + n < tokens.size(),
+  // insert key tokens[i, i+n) with the up to v tokens that follow it.
+  (void)tokens;
+  todo("lab04", "NGramPool::scan", "book/lab04_ngram_pool.md, section 'The initial scan'");
+}
+
+void NGramPool::update(std::span<const Token> tokens) {
+  // TODO(lab04): tokens.back() is new. For each n, insert only the pairs whose value ends at
+  // tokens.back(): at most v per key length, however long `tokens` is.
+  (void)tokens;
+  todo("lab04", "NGramPool::update", "book/lab04_ngram_pool.md, section 'The per-token update'");
+}
+
+std::vector<Token> NGramPool::lookup(std::span<const Token> context, int max_tokens) {
+  // TODO(lab04): longest key first; on the first hit, touch the key and propose its oldest or
+  // newest value (is_use_oldest), cut to max_tokens.
+  (void)context, (void)max_tokens;
+  todo("lab04", "NGramPool::lookup", "book/lab04_ngram_pool.md, section 'Lookup'");
+}
+
+NGramPoolManager::NGramPoolManager(const NGramPoolConfig& config) : config_(config) {
+  // TODO(lab04): check the config (an NGramPool constructor does) and create the public pool.
+  todo("lab04", "NGramPoolManager::NGramPoolManager",
+       "book/lab04_ngram_pool.md, section 'Public and private pools'");
+}
+
+RequestId NGramPoolManager::add_request(std::span<const Token> prompt) {
+  // TODO(lab04): public pool or a fresh private pool; scan the prompt; remember what was seen.
+  (void)prompt;
+  todo("lab04", "NGramPoolManager::add_request",
+       "book/lab04_ngram_pool.md, section 'Public and private pools'");
+}
+
+void NGramPoolManager::update(RequestId id, std::span<const Token> context) {
+  // TODO(lab04): feed the unseen tokens of `context`, one NGramPool::update per token.
+  (void)id, (void)context;
+  todo("lab04", "NGramPoolManager::update",
+       "book/lab04_ngram_pool.md, section 'Public and private pools'");
+}
+
+std::vector<Token> NGramPoolManager::propose(RequestId id, std::span<const Token> context, int k) {
+  // TODO(lab04): update, then look up.
+  (void)id, (void)context, (void)k;
+  todo("lab04", "NGramPoolManager::propose",
+       "book/lab04_ngram_pool.md, section 'Public and private pools'");
+}
+
+void NGramPoolManager::remove_request(RequestId id) {
+  // TODO(lab04): forget the request (and its private pool).
+  (void)id;
+  todo("lab04", "NGramPoolManager::remove_request",
+       "book/lab04_ngram_pool.md, section 'Public and private pools'");
+}
+
+NGramPool& NGramPoolManager::pool(RequestId id) {
+  // TODO(lab04): the request's pool; std::invalid_argument for an unknown id.
+  (void)id;
+  todo("lab04", "NGramPoolManager::pool",
+       "book/lab04_ngram_pool.md, section 'Public and private pools'");
+}
+
+}  // namespace speclab

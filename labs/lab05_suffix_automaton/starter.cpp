@@ -1,0 +1,39 @@
+// Lab 05 -- your file. Implement the functions marked "(lab 05)" in suffix_automaton.h; their
+// contracts are there. Run the tests:
+//   LAB_IMPL=starter ctest --test-dir build -L lab05 --output-on-failure
+#include "suffix_automaton.h"
+
+namespace speclab {
+
+void SuffixAutomaton::extend(Token t) {
+  // TODO(lab05): add a state for the whole stream, give every suffix state that lacks a
+  // transition on t one to it, then set its suffix link -- cloning q when q is too long.
+  // Record where each state's first occurrence ends (a clone keeps its original's).
+  (void)t;
+  todo("lab05", "SuffixAutomaton::extend",
+       "book/lab05_suffix_automaton.md, section 'Extending by one token'");
+}
+
+SuffixMatch SuffixAutomaton::longest_match() const {
+  // TODO(lab05): the answer sits one suffix link away from the whole stream's state.
+  todo("lab05", "SuffixAutomaton::longest_match",
+       "book/lab05_suffix_automaton.md, section 'The longest earlier match'");
+}
+
+std::vector<Token> SuffixAutomaton::propose(int k, int min_match) const {
+  // TODO(lab05): copy up to k tokens after the first occurrence of the longest match, unless
+  // the match is shorter than min_match.
+  (void)k, (void)min_match;
+  todo("lab05", "SuffixAutomaton::propose",
+       "book/lab05_suffix_automaton.md, section 'Proposing from the match'");
+}
+
+std::vector<Token> enhanced_propose(const SuffixAutomaton& sa, Drafter& inner,
+                                    std::span<const Token> context, int k, int threshold) {
+  // TODO(lab05): the automaton's draft when its match is long enough, else the inner drafter's.
+  (void)sa, (void)inner, (void)context, (void)k, (void)threshold;
+  todo("lab05", "enhanced_propose",
+       "book/lab05_suffix_automaton.md, section 'The automaton as an enhancer'");
+}
+
+}  // namespace speclab

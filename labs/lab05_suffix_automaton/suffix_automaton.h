@@ -1,0 +1,300 @@
+#pragma once
+// Lab 05 -- the suffix-automaton drafter: the longest match instead of a fixed n.
+// The chapter: book/lab05_suffix_automaton.md
+//
+// You implement the functions marked "(lab 05)" below, in starter.cpp. The transition table,
+// the inspection helpers and the two drafters at the end of this file are glue.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mini_engine/core/token.h"
+#include "mini_engine/spec/drafter.h"
+
+namespace speclab {
+
+// One state's outgoing transitions, token -> state index. Copyable (a clone copies its original's
+// table). Most states have one or two transitions: those sit inside the object itself, so
+// following one costs no extra memory access. Up to kListMax sit in a short heap list searched
+// in order. A state with more (the root sees every distinct token) switches to an
+// open-addressing hash table, so find() and set() stay O(1) on average whatever the vocabulary.
+class TransitionMap {
+ public:
+  // The target state for `t` (t >= 0), or -1 when there is no transition on `t`.
+  int find(Token t) const {
+    if (size_ <= kInline) {
+      for (std::uint32_t i = 0; i < size_; ++i) {
+        if (inline_[i].token == t) return inline_[i].state;
+      }
+      return -1;
+    }
+    if (!hashed_) {
+      for (const Edge& e : heap_) {
+        if (e.token == t) return e.state;
+      }
+      return -1;
+    }
+    const std::size_t mask = heap_.size() - 1;
+    for (std::size_t i = slot(t, mask);; i = (i + 1) & mask) {
+      if (heap_[i].token == t) return heap_[i].state;
+      if (heap_[i].token == kEmpty) return -1;
+    }
+  }
+  // Adds the transition on `t` (t >= 0), or redirects it when it exists.
+  void set(Token t, int state) {
+    if (size_ <= kInline) {
+      for (std::uint32_t i = 0; i < size_; ++i) {
+        if (inline_[i].token == t) {
+          inline_[i].state = state;
+          return;
+        }
+      }
+      if (size_ < kInline) {
+        inline_[size_++] = {t, state};
+        return;
+      }
+      heap_.assign(inline_, inline_ + kInline);  // the inline edges move to the heap list
+    } else if (!hashed_) {
+      for (Edge& e : heap_) {
+        if (e.token == t) {
+          e.state = state;
+          return;
+        }
+      }
+    }
+    if (!hashed_ && heap_.size() < kListMax) {
+      heap_.push_back({t, state});
+      ++size_;
+      return;
+    }
+    if (!hashed_) rehash(4 * kListMax);
+    if (2 * (static_cast<std::size_t>(size_) + 1) > heap_.size()) rehash(2 * heap_.size());
+    const std::size_t mask = heap_.size() - 1;
+    for (std::size_t i = slot(t, mask);; i = (i + 1) & mask) {
+      if (heap_[i].token == t) {
+        heap_[i].state = state;
+        return;
+      }
+      if (heap_[i].token == kEmpty) {
+        heap_[i] = {t, state};
+        ++size_;
+        return;
+      }
+    }
+  }
+  std::size_t size() const { return size_; }
+  // Bytes this map holds on the heap (beyond the object itself).
+  std::size_t heap_bytes() const { return heap_.capacity() * sizeof(Edge); }
+  // (token, state) pairs in increasing token order (for inspection; O(size log size)).
+  std::vector<std::pair<Token, int>> edges() const {
+    std::vector<std::pair<Token, int>> out;
+    if (size_ <= kInline) {
+      for (std::uint32_t i = 0; i < size_; ++i)
+        out.emplace_back(inline_[i].token, inline_[i].state);
+    } else {
+      for (const Edge& e : heap_) {
+        if (e.token != kEmpty) out.emplace_back(e.token, e.state);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  struct Edge {
+    Token token;
+    int state;
+  };
+  static constexpr Token kEmpty = -1;          // marks a free hash slot (token ids are >= 0)
+  static constexpr std::uint32_t kInline = 2;  // edges stored inside the object
+  static constexpr std::size_t kListMax = 8;   // more than this: hash table
+  static std::size_t slot(Token t, std::size_t mask) {
+    const std::uint64_t h =
+        static_cast<std::uint64_t>(static_cast<std::uint32_t>(t)) * 0x9e3779b97f4a7c15ULL;
+    return static_cast<std::size_t>(h ^ (h >> 32)) & mask;
+  }
+  void rehash(std::size_t buckets) {  // buckets: a power of two
+    std::vector<Edge> old = std::move(heap_);
+    heap_.assign(buckets, Edge{kEmpty, -1});
+    hashed_ = true;
+    const std::size_t mask = buckets - 1;
+    for (const Edge& e : old) {
+      if (e.token == kEmpty) continue;
+      std::size_t i = slot(e.token, mask);
+      while (heap_[i].token != kEmpty) i = (i + 1) & mask;
+      heap_[i] = e;
+    }
+  }
+  Edge inline_[kInline] = {};  // the edges while size_ <= kInline
+  std::uint32_t size_ = 0;
+  bool hashed_ = false;
+  std::vector<Edge> heap_;  // list mode: exactly size_ edges; hash mode: a power-of-two table
+};
+
+// The longest suffix of the stream that also occurred earlier, and where.
+struct SuffixMatch {
+  int length = 0;         // its length in tokens; 0 when no suffix (not even the last token)
+                          // occurred before
+  std::int64_t end = -1;  // the index in the stream of the last token of its *first* occurrence;
+                          // always < size() - 1. -1 when length == 0
+  bool operator==(const SuffixMatch&) const = default;
+};
+
+// An online suffix automaton over a token stream: the smallest automaton that accepts every
+// substring of the tokens seen so far. Each state stands for a set of substrings that end at the
+// same positions (the same "endpos" set); `len` is the longest of them and `link` (the suffix
+// link) points to the state of the longest suffix that ends at more positions.
+class SuffixAutomaton {
+ public:
+  // An empty automaton: the root state alone (len 0, no link).
+  SuffixAutomaton() { clear(); }
+
+  // (lab 05) Appends `t` to the stream and updates the automaton: amortized O(1) states and
+  // transitions touched per token. Any token id >= 0 is fine; throws std::invalid_argument on a
+  // negative id.
+  void extend(Token t);
+
+  // (lab 05) The longest suffix of the stream that also occurred earlier (ending before the last
+  // token), and the end of its first occurrence. O(1): it is the state that the suffix link of
+  // the whole stream's state points to. {0, -1} on an empty stream or when nothing repeats.
+  SuffixMatch longest_match() const;
+
+  // (lab 05) Up to k tokens that followed the first occurrence of longest_match():
+  // tokens()[end + 1, end + 1 + k), cut at the end of the stream. Proposes nothing when the match
+  // is shorter than `min_match` (or there is none) or k == 0.
+  // Throws std::invalid_argument when k < 0 or min_match < 1.
+  std::vector<Token> propose(int k, int min_match) const;
+
+  // ---- glue: the state, and inspection for tests ----
+
+  // Forgets the stream.
+  void clear() {
+    states_.assign(1, State{});
+    last_ = 0;
+    tokens_.clear();
+  }
+  std::span<const Token> tokens() const { return tokens_; }
+  std::size_t size() const { return tokens_.size(); }
+  int num_states() const { return static_cast<int>(states_.size()); }
+  std::size_t num_transitions() const {
+    std::size_t n = 0;
+    for (const State& s : states_) n += s.next.size();
+    return n;
+  }
+  // Approximate bytes held: the states, their heap transition tables and the tokens.
+  std::size_t memory_bytes() const {
+    std::size_t n = states_.capacity() * sizeof(State) + tokens_.capacity() * sizeof(Token);
+    for (const State& s : states_) n += s.next.heap_bytes();
+    return n;
+  }
+  // True when `pattern` occurs in the stream (walks the transitions from the root).
+  bool contains(std::span<const Token> pattern) const {
+    int s = 0;
+    for (Token t : pattern) {
+      s = states_[static_cast<std::size_t>(s)].next.find(t);
+      if (s < 0) return false;
+    }
+    return true;
+  }
+
+ private:
+  struct State {
+    int len = 0;                  // the longest substring this state stands for
+    int link = -1;                // suffix link: a state with a shorter len; -1 for the root only
+    std::int64_t first_end = -1;  // where the first occurrence of this state's substrings ends
+    TransitionMap next;
+  };
+  std::vector<State> states_;  // states_[0] is the root
+  int last_ = 0;               // the state of the whole stream
+  std::vector<Token> tokens_;
+};
+
+// (lab 05) The enhancer rule. When `sa`'s longest match is at least `threshold` tokens long, the
+// automaton's proposal (sa.propose(k, threshold)) overrides the inner drafter's; otherwise
+// returns inner.propose(context, k). The inner drafter is not asked when the automaton wins.
+// `sa` must already hold `context`. Throws std::invalid_argument when threshold < 1 or k < 1.
+std::vector<Token> enhanced_propose(const SuffixAutomaton& sa, Drafter& inner,
+                                    std::span<const Token> context, int k, int threshold);
+
+// ---- glue: the engine-facing drafters (not part of the exercise) ----
+
+// Brings `sa` up to date with `context`: extends it with the tokens it has not seen. It trusts
+// that `context` extends what it saw (the engine guarantees it) and checks only the last seen
+// token; if that differs, or `context` is shorter, it rebuilds from scratch.
+inline void sync_automaton(SuffixAutomaton& sa, std::span<const Token> context) {
+  const std::size_t seen = sa.size();
+  if (seen > context.size() || (seen > 0 && context[seen - 1] != sa.tokens()[seen - 1])) {
+    sa.clear();
+  }
+  for (std::size_t i = sa.size(); i < context.size(); ++i) sa.extend(context[i]);
+}
+
+// The suffix automaton on its own: proposes what followed the longest earlier match of the
+// context's suffix, when that match has at least `min_match` tokens.
+class SuffixAutomatonDrafter final : public Drafter {
+ public:
+  explicit SuffixAutomatonDrafter(int min_match = 1) : min_match_(min_match) {
+    if (min_match < 1) {
+      throw std::invalid_argument("SuffixAutomatonDrafter: min_match must be >= 1");
+    }
+  }
+  std::string name() const override { return "sa(min_match=" + std::to_string(min_match_) + ")"; }
+  void begin(std::span<const Token> prompt) override {
+    sa_.clear();
+    sync_automaton(sa_, prompt);
+  }
+  std::vector<Token> propose(std::span<const Token> context, int k) override {
+    sync_automaton(sa_, context);
+    return sa_.propose(k, min_match_);
+  }
+  void observe(std::span<const Token> context, const RoundRecord& /*round*/) override {
+    sync_automaton(sa_, context);
+  }
+  const SuffixAutomaton& automaton() const { return sa_; }
+
+ private:
+  int min_match_;
+  SuffixAutomaton sa_;
+};
+
+// The automaton as an enhancer of any other drafter (prompt lookup, an n-gram pool, a model):
+// enhanced_propose picks the automaton's draft when its match reaches `threshold` tokens.
+class SuffixEnhancerDrafter final : public Drafter {
+ public:
+  SuffixEnhancerDrafter(std::shared_ptr<Drafter> inner, int threshold)
+      : inner_(std::move(inner)), threshold_(threshold) {
+    if (!inner_) throw std::invalid_argument("SuffixEnhancerDrafter: no inner drafter given");
+    if (threshold < 1) throw std::invalid_argument("SuffixEnhancerDrafter: threshold must be >= 1");
+  }
+  std::string name() const override {
+    return "sa(threshold=" + std::to_string(threshold_) + ")+" + inner_->name();
+  }
+  void begin(std::span<const Token> prompt) override {
+    sa_.clear();
+    sync_automaton(sa_, prompt);
+    inner_->begin(prompt);
+  }
+  std::vector<Token> propose(std::span<const Token> context, int k) override {
+    sync_automaton(sa_, context);
+    return enhanced_propose(sa_, *inner_, context, k, threshold_);
+  }
+  void observe(std::span<const Token> context, const RoundRecord& round) override {
+    sync_automaton(sa_, context);
+    inner_->observe(context, round);
+  }
+  const SuffixAutomaton& automaton() const { return sa_; }
+  Drafter& inner() { return *inner_; }
+
+ private:
+  std::shared_ptr<Drafter> inner_;
+  int threshold_;
+  SuffixAutomaton sa_;
+};
+
+}  // namespace speclab

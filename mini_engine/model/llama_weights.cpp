@@ -1,0 +1,188 @@
+#include "mini_engine/model/llama_weights.h"
+
+#include <limits>
+
+namespace speclab {
+namespace {
+
+class Loader {
+ public:
+  explicit Loader(const GgufFile& f) : f_(f) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ModelError(f_.path() + ": " + what);
+  }
+
+  // A required positive integer hyperparameter.
+  int hparam(const std::string& key) const {
+    const GgufValue* v = f_.find(key);
+    if (!v) fail("metadata key '" + key + "' is missing (a Llama model needs it)");
+    std::int64_t x = 0;
+    try {
+      x = f_.get_int(key);
+    } catch (const GgufError& e) {
+      fail(e.what());
+    }
+    if (x < 1 || x > std::numeric_limits<int>::max()) {
+      fail("metadata key '" + key + "' = " + std::to_string(x) + " is out of range");
+    }
+    return static_cast<int>(x);
+  }
+
+  float real_param(const std::string& key) const {
+    if (!f_.find(key)) fail("metadata key '" + key + "' is missing (a Llama model needs it)");
+    double x = 0;
+    try {
+      x = f_.get_real(key);
+    } catch (const GgufError& e) {
+      fail(e.what());
+    }
+    if (!(x > 0.0) || x > 1e30) {
+      fail("metadata key '" + key + "' = " + std::to_string(x) + " must be positive");
+    }
+    return static_cast<float>(x);
+  }
+
+  const GgufTensor& tensor(const std::string& name) const {
+    const GgufTensor* t = f_.tensor(name);
+    if (!t) fail("tensor '" + name + "' is missing");
+    return *t;
+  }
+
+  static std::string shape_str(const std::vector<std::int64_t>& s) {
+    std::string out = "[";
+    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+  }
+
+  // A weight matrix of ggml shape [cols, rows].
+  QuantMatrix matrix(const std::string& name, int cols, int rows) const {
+    const GgufTensor& t = tensor(name);
+    const std::vector<std::int64_t> want = {cols, rows};
+    if (t.shape != want) {
+      fail("tensor '" + name + "' has shape " + shape_str(t.shape) + ", expected " +
+           shape_str(want) + " from the hyperparameters");
+    }
+    if (t.type != GgmlType::Q4_0 && t.type != GgmlType::Q4_1 && t.type != GgmlType::Q8_0) {
+      fail("tensor '" + name + "' has type " + ggml_type_name(static_cast<std::uint32_t>(t.type)) +
+           "; CpuLlama supports Q4_0, Q4_1 and Q8_0 matrices");
+    }
+    QuantMatrix m;
+    m.type = t.type;
+    m.data = t.data;
+    m.rows = rows;
+    m.cols = cols;
+    m.row_bytes = ggml_row_bytes(t.type, cols);
+    return m;
+  }
+
+  const float* norm(const std::string& name, int n) const {
+    const GgufTensor& t = tensor(name);
+    if (t.shape != std::vector<std::int64_t>{n}) {
+      fail("tensor '" + name + "' has shape " + shape_str(t.shape) + ", expected [" +
+           std::to_string(n) + "]");
+    }
+    if (t.type != GgmlType::F32) {
+      fail("tensor '" + name + "' has type " + ggml_type_name(static_cast<std::uint32_t>(t.type)) +
+           ", expected F32");
+    }
+    if (reinterpret_cast<std::uintptr_t>(t.data) % alignof(float) != 0) {
+      fail("tensor '" + name + "' is not 4-byte aligned in the file");
+    }
+    return reinterpret_cast<const float*>(t.data);
+  }
+
+ private:
+  const GgufFile& f_;
+};
+
+}  // namespace
+
+LlamaWeights load_llama_weights(const GgufFile& file) {
+  Loader ld(file);
+  if (!file.find("general.architecture")) ld.fail("metadata key 'general.architecture' is missing");
+  std::string arch;
+  try {
+    arch = file.get_string("general.architecture");
+  } catch (const GgufError& e) {
+    ld.fail(e.what());
+  }
+  if (arch != "llama") {
+    ld.fail("general.architecture is '" + arch + "'; SpecLab's Llama targets run only 'llama'");
+  }
+
+  LlamaWeights w;
+  LlamaHParams& hp = w.hp;
+  hp.n_ctx_train = ld.hparam("llama.context_length");
+  hp.n_embd = ld.hparam("llama.embedding_length");
+  hp.n_layer = ld.hparam("llama.block_count");
+  hp.n_ff = ld.hparam("llama.feed_forward_length");
+  hp.n_head = ld.hparam("llama.attention.head_count");
+  hp.n_head_kv = ld.hparam("llama.attention.head_count_kv");
+  hp.rms_eps = ld.real_param("llama.attention.layer_norm_rms_epsilon");
+  hp.rope_base = ld.real_param("llama.rope.freq_base");
+
+  if (hp.n_embd % hp.n_head != 0) {
+    ld.fail("llama.attention.head_count = " + std::to_string(hp.n_head) +
+            " does not divide llama.embedding_length = " + std::to_string(hp.n_embd));
+  }
+  if (hp.n_head % hp.n_head_kv != 0) {
+    ld.fail("llama.attention.head_count_kv = " + std::to_string(hp.n_head_kv) +
+            " does not divide llama.attention.head_count = " + std::to_string(hp.n_head));
+  }
+  hp.head_dim = hp.n_embd / hp.n_head;
+  if (hp.head_dim % 2 != 0) {
+    ld.fail("head dimension " + std::to_string(hp.head_dim) + " is odd; RoPE rotates pairs");
+  }
+  if (const GgufValue* v = file.find("llama.rope.dimension_count")) {
+    if (v->integer != hp.head_dim) {
+      ld.fail("llama.rope.dimension_count = " + std::to_string(v->integer) +
+              " differs from the head dimension " + std::to_string(hp.head_dim) +
+              "; partial rotary embeddings are not supported");
+    }
+  }
+  if (hp.n_embd % kQuantBlock != 0 || hp.n_ff % kQuantBlock != 0) {
+    ld.fail("llama.embedding_length and llama.feed_forward_length must be multiples of 32");
+  }
+
+  const GgufTensor& embd = ld.tensor("token_embd.weight");
+  if (embd.shape.size() != 2 || embd.shape[0] != hp.n_embd || embd.shape[1] < 1 ||
+      embd.shape[1] > std::numeric_limits<int>::max()) {
+    ld.fail("tensor 'token_embd.weight' has shape " + Loader::shape_str(embd.shape) +
+            ", expected [" + std::to_string(hp.n_embd) + ", n_vocab]");
+  }
+  hp.n_vocab = static_cast<int>(embd.shape[1]);
+  if (const GgufValue* v = file.find("llama.vocab_size")) {
+    if (v->integer != hp.n_vocab) {
+      ld.fail("llama.vocab_size = " + std::to_string(v->integer) +
+              " differs from the rows of token_embd.weight (" + std::to_string(hp.n_vocab) + ")");
+    }
+  }
+  w.token_embd = ld.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
+
+  const int q_dim = hp.n_head * hp.head_dim;
+  for (int l = 0; l < hp.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LlamaLayer L;
+    L.attn_norm = ld.norm(p + "attn_norm.weight", hp.n_embd);
+    L.wq = ld.matrix(p + "attn_q.weight", hp.n_embd, q_dim);
+    L.wk = ld.matrix(p + "attn_k.weight", hp.n_embd, hp.kv_dim());
+    L.wv = ld.matrix(p + "attn_v.weight", hp.n_embd, hp.kv_dim());
+    L.wo = ld.matrix(p + "attn_output.weight", q_dim, hp.n_embd);
+    L.ffn_norm = ld.norm(p + "ffn_norm.weight", hp.n_embd);
+    L.w_gate = ld.matrix(p + "ffn_gate.weight", hp.n_embd, hp.n_ff);
+    L.w_up = ld.matrix(p + "ffn_up.weight", hp.n_embd, hp.n_ff);
+    L.w_down = ld.matrix(p + "ffn_down.weight", hp.n_ff, hp.n_embd);
+    w.layers.push_back(L);
+  }
+  w.output_norm = ld.norm("output_norm.weight", hp.n_embd);
+  if (file.tensor("output.weight")) {
+    w.output = ld.matrix("output.weight", hp.n_embd, hp.n_vocab);
+  } else {
+    w.output = w.token_embd;  // tied: the logits reuse the embedding table
+    w.tied_output = true;
+  }
+  return w;
+}
+
+}  // namespace speclab

@@ -1,0 +1,101 @@
+#pragma once
+// CPU kernels for the Llama forward pass: 8-bit activation quantization and quantized matrix x
+// (several activation rows) products.
+//
+// Why quantize the activations: the weights stay in their ggml blocks (Q4_1, Q8_0, ...), and a
+// dot product of 4-bit weight codes with 8-bit activation codes is an *integer* dot product, which
+// AVX2 / AVX-VNNI do 32 lanes at a time. The block scales are applied once per block of 32.
+// llama.cpp does the same (its Q8_1 activation blocks), so our logits and its logits differ only
+// by rounding.
+//
+// Why several activation rows at once: a weight block is read from memory and unpacked once, then
+// dotted with every row (every token of a prefill or a verify pass). On a memory-bound CPU that
+// makes a pass over k+1 tokens cost about as much as a pass over one.
+//
+// Every fast kernel has a plain reference beside it; tests/model/test_cpu_kernels.cpp compares
+// them.
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <vector>
+
+#include "mini_engine/model/llama_weights.h"
+
+namespace speclab::cpu {
+
+// Allocates on 64-byte boundaries. The forward pass keeps every buffer row 64-byte aligned so
+// that vectorized loops (ours and Eigen's) never split a row differently from one call to the
+// next: the same inputs then give bit-identical logits wherever the buffers happen to live.
+template <typename T>
+struct Aligned64 {
+  using value_type = T;
+  Aligned64() = default;
+  template <typename U>
+  Aligned64(const Aligned64<U>&) {}
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64}));
+  }
+  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t{64}); }
+  template <typename U>
+  bool operator==(const Aligned64<U>&) const { return true; }
+};
+template <typename T>
+using AlignedVector = std::vector<T, Aligned64<T>>;
+
+// Activation rows quantized in blocks of 32, like ggml's Q8_1:
+//   d = max|x| / 127,  q_i = round(x_i / d) in [-127, 127],  s = d * sum(q_i).
+// Row r's codes are q(r)[0..cols), its block scales d(r)[0..cols/32) and sums s(r)[...].
+// The codes of each row start 32-byte aligned.
+class QuantizedActs {
+ public:
+  // Quantizes `rows` rows of `cols` floats (row r starts at x + r * ldx): reset() then
+  // quantize_rows() over every row.
+  // Requires cols > 0 a multiple of 32 and ldx >= cols; throws std::invalid_argument otherwise.
+  void quantize(const float* x, int rows, int cols, int ldx);
+  // Sizes the buffers for `rows` x `cols` (same requirements); the contents are unspecified.
+  void reset(int rows, int cols);
+  // Quantizes rows [r0, r1) of x (row r at x + r * ldx). Requires 0 <= r0 <= r1 <= rows() and
+  // ldx >= cols() (unchecked: called per thread in the forward pass). Threads may quantize
+  // disjoint row ranges at the same time.
+  void quantize_rows(const float* x, int ldx, int r0, int r1);
+
+  int rows() const { return rows_; }
+  int cols() const { return cols_; }
+  int blocks() const { return cols_ / 32; }
+  const std::int8_t* q(int r) const {
+    return q_.data() + q_offset_ + static_cast<size_t>(r) * q_stride_;
+  }
+  const float* d(int r) const { return d_.data() + static_cast<size_t>(r) * blocks(); }
+  const float* s(int r) const { return s_.data() + static_cast<size_t>(r) * blocks(); }
+
+ private:
+  int rows_ = 0, cols_ = 0;
+  size_t q_stride_ = 0;         // bytes between rows' codes: cols rounded up to 32
+  size_t q_offset_ = 0;         // first 32-byte aligned byte of q_
+  std::vector<std::int8_t> q_;  // (rows, q_stride_), plus 32 bytes of slack for the alignment
+  std::vector<float> d_;        // (rows, cols / 32)
+  std::vector<float> s_;        // (rows, cols / 32)
+};
+
+enum class MatmulKernel {
+  reference,  // dequantize weights and activations to float, sum in double: the ground truth
+  scalar,     // integer block dot products in portable C++ (the fallback on any CPU)
+  simd,       // AVX2 (+ VNNI where compiled in); the scalar kernel when built without AVX2
+};
+
+// The SIMD instruction set the simd kernel was compiled for, e.g. "avx2+avx512vnni" or
+// "none (scalar fallback)".
+const char* simd_kernel_name();
+
+// y[t * ldy + r] = sum_c W[r][c] * x[t][c]  for every activation row t < x.rows() and weight row
+// r in [r0, r1). The activations are x's dequantized values (q * d).
+// Requires x.cols() == w.cols, 0 <= r0 <= r1 <= w.rows, ldy >= w.rows, and w.type one of Q4_0,
+// Q4_1, Q8_0; throws std::invalid_argument otherwise. Writes only those entries of y.
+// Thread-safe for disjoint row ranges: that is how the forward pass splits work between threads.
+void matmul(MatmulKernel kernel, const QuantMatrix& w, const QuantizedActs& x, float* y, int ldy,
+            int r0, int r1);
+
+// Decodes row r of w (any type dequantize_row knows) into out[0..w.cols).
+void dequantize_matrix_row(const QuantMatrix& w, int r, float* out);
+
+}  // namespace speclab::cpu

@@ -1,0 +1,336 @@
+#include "mini_engine/targets/cpu_llama.h"
+
+#include <omp.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+
+namespace speclab {
+namespace {
+
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstRowMap = Eigen::Map<const RowMatrix>;
+using VecMap = Eigen::Map<Eigen::VectorXf>;
+using ConstVecMap = Eigen::Map<const Eigen::VectorXf>;
+
+// Prefills longer than this run in chunks, which bounds the scratch memory; the result is the
+// same because attention is causal.
+constexpr int kMaxChunk = 512;
+
+// [begin, end) of n items for this thread, in contiguous slices rounded to `grain`.
+struct Range {
+  int begin, end;
+};
+Range my_slice(int n, int grain = 1) {
+  const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+  const int units = (n + grain - 1) / grain;
+  const int b = static_cast<int>(static_cast<long long>(units) * id / nt) * grain;
+  const int e = static_cast<int>(static_cast<long long>(units) * (id + 1) / nt) * grain;
+  return {std::min(b, n), std::min(e, n)};
+}
+
+// x * w / sqrt(mean(x^2) + eps), one row.
+void rmsnorm(const float* x, const float* w, float eps, int n, float* out) {
+  ConstVecMap xv(x, n);
+  const float scale = 1.0f / std::sqrt(xv.squaredNorm() / static_cast<float>(n) + eps);
+  VecMap(out, n) = (xv.array() * scale * ConstVecMap(w, n).array()).matrix();
+}
+
+// RoPE as GGUF's llama weights need it: rotate adjacent pairs (x[2i], x[2i+1]) by pos * f_i.
+// Hugging Face's Llama rotates the halves (x[i], x[i + d/2]) instead; llama.cpp's converter
+// permutes the rows of Wq and Wk when it writes the GGUF so that the adjacent-pair rotation
+// gives the same attention scores. Using the half-split rotation here would be silently wrong
+// (the fixture test against llama.cpp catches it).
+void rope(float* x, int head_dim, int pos, const float* inv_freq) {
+  for (int i = 0; i < head_dim / 2; ++i) {
+    const float theta = static_cast<float>(pos) * inv_freq[i];
+    const float c = std::cos(theta), s = std::sin(theta);
+    const float x0 = x[2 * i], x1 = x[2 * i + 1];
+    x[2 * i] = x0 * c - x1 * s;
+    x[2 * i + 1] = x0 * s + x1 * c;
+  }
+}
+
+}  // namespace
+
+// Per-pass buffers, sized for the largest chunk seen so far. Layouts are (tokens, width),
+// row-major.
+struct CpuLlama::Scratch {
+  int rows = 0;
+  using Buf = cpu::AlignedVector<float>;
+  Buf x;     // (n, n_embd) the residual stream
+  Buf xn;    // (n, n_embd) normalized input of a sublayer; later the Wo / Wdown output
+  Buf qkv;   // (n, q_dim + 2 * kv_dim): q | k | v of each token
+  Buf att;   // (n, q_dim) attention output, heads side by side
+  Buf gate;  // (n, n_ff) gate, then silu(gate) * up
+  Buf up;    // (n, n_ff)
+  cpu::QuantizedActs qa_embd;  // (n, n_embd) quantized normalized input of Wq/Wk/Wv/Wgate/Wup/Wout
+  cpu::QuantizedActs qa_att;   // (n, q_dim) quantized attention output, the input of Wo
+  cpu::QuantizedActs qa_ff;    // (n, n_ff) quantized silu(gate) * up, the input of Wdown
+  std::vector<Buf> probs;  // per thread: attention weights of one query
+};
+
+std::unique_ptr<CpuLlama> CpuLlama::open(const std::string& path, CpuLlamaOptions options) {
+  return std::make_unique<CpuLlama>(GgufFile::open(path), options);
+}
+
+CpuLlama::CpuLlama(GgufFile file, CpuLlamaOptions options)
+    : file_(std::move(file)), w_(load_llama_weights(file_)), options_(options) {
+  if (options.threads < 0 || options.max_context < 0) {
+    throw std::invalid_argument("CpuLlamaOptions: threads and max_context must be >= 0 (got " +
+                                std::to_string(options.threads) + ", " +
+                                std::to_string(options.max_context) + ")");
+  }
+  threads_ = options.threads > 0
+                 ? options.threads
+                 : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  max_length_ = w_.hp.n_ctx_train;
+  if (options.max_context > 0) max_length_ = std::min(max_length_, options.max_context);
+  model_name_ = file_.get_string_or("general.name", "llama");
+  const int hd = w_.hp.head_dim;
+  for (int i = 0; i < hd / 2; ++i) {
+    rope_inv_freq_.push_back(static_cast<float>(
+        std::pow(static_cast<double>(w_.hp.rope_base), -2.0 * i / static_cast<double>(hd))));
+  }
+  scratch_ = std::make_unique<Scratch>();
+}
+
+CpuLlama::~CpuLlama() = default;
+
+std::string CpuLlama::name() const {
+  return "cpu-llama(" + model_name_ + ", " + std::to_string(threads_) + " threads)";
+}
+
+void CpuLlama::truncate(int new_len) {
+  if (new_len < 0 || new_len > length()) {
+    throw std::out_of_range("CpuLlama::truncate(" + std::to_string(new_len) +
+                            "): the sequence holds " + std::to_string(length()) + " tokens");
+  }
+  tokens_.resize(static_cast<size_t>(new_len));
+}
+
+void CpuLlama::reserve_kv(int n_tokens) {
+  if (n_tokens <= kv_capacity_) return;
+  // Grow geometrically (amortized O(1) per token), never past max_length().
+  const int cap = std::min(max_length_, std::max({n_tokens, 2 * kv_capacity_, 256}));
+  const LlamaHParams& hp = w_.hp;
+  const size_t slabs = static_cast<size_t>(hp.n_layer) * hp.n_head_kv;
+  const size_t hd = static_cast<size_t>(hp.head_dim);
+  cpu::AlignedVector<float> k(slabs * cap * hd), v(slabs * cap * hd);
+  const size_t keep = static_cast<size_t>(length()) * hd;
+  for (size_t s = 0; s < slabs; ++s) {
+    std::copy_n(k_cache_.begin() + s * kv_capacity_ * hd, keep, k.begin() + s * cap * hd);
+    std::copy_n(v_cache_.begin() + s * kv_capacity_ * hd, keep, v.begin() + s * cap * hd);
+  }
+  k_cache_.swap(k);
+  v_cache_.swap(v);
+  kv_capacity_ = cap;
+}
+
+Logits CpuLlama::extend(std::span<const Token> tokens) {
+  if (tokens.empty()) throw std::invalid_argument("CpuLlama::extend: no tokens to append");
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= vocab_size()) {
+      throw std::invalid_argument("CpuLlama::extend: token id " + std::to_string(tokens[i]) +
+                                  " at index " + std::to_string(i) +
+                                  " is outside the vocabulary [0, " +
+                                  std::to_string(vocab_size()) + ")");
+    }
+  }
+  const long long want = static_cast<long long>(length()) + static_cast<long long>(tokens.size());
+  if (want > max_length_) {
+    throw ContextOverflow("CpuLlama::extend: appending " + std::to_string(tokens.size()) +
+                          " tokens to " + std::to_string(length()) + " would hold " +
+                          std::to_string(want) + ", past the maximum context of " +
+                          std::to_string(max_length_) + " tokens (llama.context_length = " +
+                          std::to_string(w_.hp.n_ctx_train) + ", max_context option = " +
+                          std::to_string(options_.max_context) + ")");
+  }
+  const int n = static_cast<int>(tokens.size());
+  reserve_kv(static_cast<int>(want));
+  Logits out(n, vocab_size());
+  for (int c = 0; c < n; c += kMaxChunk) {
+    const int m = std::min(kMaxChunk, n - c);
+    forward(tokens.data() + c, m, length() + c,
+            out.data() + static_cast<size_t>(c) * static_cast<size_t>(vocab_size()));
+  }
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  return out;
+}
+
+void CpuLlama::forward(const Token* tokens, int n, int pos0, float* logits) {
+  const LlamaHParams& hp = w_.hp;
+  const int E = hp.n_embd, hd = hp.head_dim, F = hp.n_ff;
+  const int q_dim = hp.n_head * hd, kv_dim = hp.kv_dim();
+  const int qkv_w = q_dim + 2 * kv_dim;
+  const int group = hp.n_head / hp.n_head_kv;  // query heads per KV head
+  const float att_scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const cpu::MatmulKernel kernel = options_.kernel;
+
+  Scratch& S = *scratch_;
+  if (S.rows < n) {
+    S.rows = n;
+    S.x.resize(static_cast<size_t>(n) * E);
+    S.xn.resize(static_cast<size_t>(n) * E);
+    S.qkv.resize(static_cast<size_t>(n) * qkv_w);
+    S.att.resize(static_cast<size_t>(n) * q_dim);
+    S.gate.resize(static_cast<size_t>(n) * F);
+    S.up.resize(static_cast<size_t>(n) * F);
+  }
+  S.probs.resize(static_cast<size_t>(threads_));
+  for (auto& p : S.probs) p.resize(static_cast<size_t>(pos0 + n));
+  // Sized here, outside the parallel region: inside it the threads only fill disjoint rows.
+  S.qa_embd.reset(n, E);
+  S.qa_att.reset(n, q_dim);
+  S.qa_ff.reset(n, F);
+
+  auto k_at = [&](int l, int g, int pos) {
+    return k_cache_.data() +
+           ((static_cast<size_t>(l) * hp.n_head_kv + g) * kv_capacity_ + pos) * hd;
+  };
+  auto v_at = [&](int l, int g, int pos) {
+    return v_cache_.data() +
+           ((static_cast<size_t>(l) * hp.n_head_kv + g) * kv_capacity_ + pos) * hd;
+  };
+  // Normalizes and quantizes this thread's token rows of `src` (width E) with weight `norm`.
+  auto norm_quantize = [&](const float* src, const float* norm) {
+    const Range tr = my_slice(n);
+    for (int t = tr.begin; t < tr.end; ++t) {
+      rmsnorm(src + static_cast<size_t>(t) * E, norm, hp.rms_eps, E,
+              S.xn.data() + static_cast<size_t>(t) * E);
+    }
+    S.qa_embd.quantize_rows(S.xn.data(), E, tr.begin, tr.end);
+  };
+
+  // One parallel region for the whole pass; barriers separate the steps. Nothing inside throws:
+  // every shape was checked at load time and every buffer is sized above (an exception escaping
+  // an OpenMP region would terminate the program).
+#pragma omp parallel num_threads(threads_)
+  {
+    {
+      const int tid = omp_get_thread_num();
+      // Token embeddings (exact: a Q8_0 row decodes without rounding).
+      for (Range tr = my_slice(n); tr.begin < tr.end; ++tr.begin) {
+        cpu::dequantize_matrix_row(w_.token_embd, tokens[tr.begin],
+                                   S.x.data() + static_cast<size_t>(tr.begin) * E);
+      }
+#pragma omp barrier
+      for (int l = 0; l < hp.n_layer; ++l) {
+        const LlamaLayer& L = w_.layers[l];
+        // ---- attention ----
+        norm_quantize(S.x.data(), L.attn_norm);
+#pragma omp barrier
+        {  // q | k | v: one range of output rows per thread over the three matrices.
+          const Range rr = my_slice(qkv_w, 16);
+          const int q1 = q_dim, k1 = q_dim + kv_dim;
+          if (rr.begin < q1) {
+            cpu::matmul(kernel, L.wq, S.qa_embd, S.qkv.data(), qkv_w, rr.begin, std::min(rr.end, q1));
+          }
+          if (rr.end > q1 && rr.begin < k1) {
+            cpu::matmul(kernel, L.wk, S.qa_embd, S.qkv.data() + q1, qkv_w,
+                        std::max(rr.begin, q1) - q1, std::min(rr.end, k1) - q1);
+          }
+          if (rr.end > k1) {
+            cpu::matmul(kernel, L.wv, S.qa_embd, S.qkv.data() + k1, qkv_w,
+                        std::max(rr.begin, k1) - k1, rr.end - k1);
+          }
+        }
+#pragma omp barrier
+        // RoPE on q and k; k and v go into the cache at their positions.
+        {
+          const int heads = hp.n_head + hp.n_head_kv;
+          const Range jr = my_slice(n * heads);
+          for (int j = jr.begin; j < jr.end; ++j) {
+            const int t = j / heads, h = j % heads, pos = pos0 + t;
+            float* row = S.qkv.data() + static_cast<size_t>(t) * qkv_w;
+            if (h < hp.n_head) {
+              rope(row + h * hd, hd, pos, rope_inv_freq_.data());
+            } else {
+              const int g = h - hp.n_head;
+              float* k = row + q_dim + g * hd;
+              rope(k, hd, pos, rope_inv_freq_.data());
+              std::copy_n(k, hd, k_at(l, g, pos));
+              std::copy_n(row + q_dim + kv_dim + g * hd, hd, v_at(l, g, pos));
+            }
+          }
+        }
+#pragma omp barrier
+        // Causal attention: query (t, h) sees positions 0..pos0 + t of its KV head h / group.
+        {
+          const Range jr = my_slice(n * hp.n_head);
+          Scratch::Buf& probs = S.probs[static_cast<size_t>(tid)];
+          for (int j = jr.begin; j < jr.end; ++j) {
+            const int h = j / n, t = j % n, g = h / group, len = pos0 + t + 1;
+            ConstRowMap K(k_at(l, g, 0), len, hd);
+            ConstRowMap V(v_at(l, g, 0), len, hd);
+            ConstVecMap q(S.qkv.data() + static_cast<size_t>(t) * qkv_w + h * hd, hd);
+            VecMap p(probs.data(), len);
+            p.noalias() = (K * q) * att_scale;
+            const float mx = *std::max_element(probs.data(), probs.data() + len);
+            p = (p.array() - mx).exp().matrix();
+            p /= p.sum();
+            VecMap(S.att.data() + static_cast<size_t>(t) * q_dim + h * hd, hd).noalias() =
+                V.transpose() * p;
+          }
+        }
+#pragma omp barrier
+        {
+          const Range tr = my_slice(n);
+          S.qa_att.quantize_rows(S.att.data(), q_dim, tr.begin, tr.end);
+        }
+#pragma omp barrier
+        {  // x += Wo . att; each thread adds the columns it computed.
+          const Range rr = my_slice(E, 16);
+          cpu::matmul(kernel, L.wo, S.qa_att, S.xn.data(), E, rr.begin, rr.end);
+          for (int t = 0; t < n; ++t) {
+            float* x = S.x.data() + static_cast<size_t>(t) * E;
+            const float* o = S.xn.data() + static_cast<size_t>(t) * E;
+            for (int c = rr.begin; c < rr.end; ++c) x[c] += o[c];
+          }
+        }
+#pragma omp barrier
+        // ---- SwiGLU feed-forward ----
+        norm_quantize(S.x.data(), L.ffn_norm);
+#pragma omp barrier
+        {
+          const Range rr = my_slice(F, 16);
+          cpu::matmul(kernel, L.w_gate, S.qa_embd, S.gate.data(), F, rr.begin, rr.end);
+          cpu::matmul(kernel, L.w_up, S.qa_embd, S.up.data(), F, rr.begin, rr.end);
+          for (int t = 0; t < n; ++t) {
+            float* g = S.gate.data() + static_cast<size_t>(t) * F;
+            const float* u = S.up.data() + static_cast<size_t>(t) * F;
+            for (int c = rr.begin; c < rr.end; ++c) g[c] = g[c] / (1.0f + std::exp(-g[c])) * u[c];
+          }
+        }
+#pragma omp barrier
+        {
+          const Range tr = my_slice(n);
+          S.qa_ff.quantize_rows(S.gate.data(), F, tr.begin, tr.end);
+        }
+#pragma omp barrier
+        {
+          const Range rr = my_slice(E, 16);
+          cpu::matmul(kernel, L.w_down, S.qa_ff, S.xn.data(), E, rr.begin, rr.end);
+          for (int t = 0; t < n; ++t) {
+            float* x = S.x.data() + static_cast<size_t>(t) * E;
+            const float* o = S.xn.data() + static_cast<size_t>(t) * E;
+            for (int c = rr.begin; c < rr.end; ++c) x[c] += o[c];
+          }
+        }
+#pragma omp barrier
+      }
+      // ---- output ----
+      norm_quantize(S.x.data(), w_.output_norm);
+#pragma omp barrier
+      {
+        const Range rr = my_slice(hp.n_vocab, 16);
+        cpu::matmul(kernel, w_.output, S.qa_embd, logits, hp.n_vocab, rr.begin, rr.end);
+      }
+    }
+  }
+}
+
+}  // namespace speclab

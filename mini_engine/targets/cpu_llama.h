@@ -1,0 +1,82 @@
+#pragma once
+// CpuLlama: a Llama-architecture model from a GGUF file, run on the CPU, as a Target.
+//
+// The forward pass (book/engine_forward.md): token embedding, then per layer
+//   x += Wo . attention(rope(Wq . rmsnorm(x)), rope(Wk . rmsnorm(x)), Wv . rmsnorm(x))
+//   x += Wdown . (silu(Wgate . rmsnorm(x)) * (Wup . rmsnorm(x)))
+// and logits = Wout . rmsnorm(x), where Wout is the embedding table when the file ties them.
+//
+// The weights stay in their quantized ggml blocks inside the memory-mapped file; the matrix
+// products quantize activations to 8 bits and use integer dot products (cpu_kernels.h). Every
+// token of one extend() call goes through each weight matrix together, so a verify pass over
+// k + 1 tokens reads the weights once, like a single decode step.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mini_engine/core/target.h"
+#include "mini_engine/model/gguf.h"
+#include "mini_engine/model/llama_weights.h"
+#include "mini_engine/targets/cpu_kernels.h"
+
+namespace speclab {
+
+struct CpuLlamaOptions {
+  int threads = 0;      // worker threads; 0 = every core (std::thread::hardware_concurrency)
+  int max_context = 0;  // the most tokens a sequence may hold; 0 = the model's
+                        // llama.context_length, otherwise the smaller of the two
+  cpu::MatmulKernel kernel = cpu::MatmulKernel::simd;  // reference/scalar: for tests
+};
+
+class CpuLlama final : public Target {
+ public:
+  // Opens and maps the GGUF at `path`. Throws GgufError / std::runtime_error for a file that
+  // cannot be read, ModelError for one that is not a runnable Llama model (the message names
+  // the key, tensor or shape), std::invalid_argument for bad options.
+  static std::unique_ptr<CpuLlama> open(const std::string& path, CpuLlamaOptions options = {});
+
+  // Takes ownership of an already parsed file (GgufFile::parse keeps pointing into the caller's
+  // bytes, which must then outlive this object). Same errors as open().
+  CpuLlama(GgufFile file, CpuLlamaOptions options = {});
+  ~CpuLlama() override;
+
+  std::string name() const override;
+  int vocab_size() const override { return w_.hp.n_vocab; }
+  int max_length() const override { return max_length_; }
+  std::span<const Token> tokens() const override { return tokens_; }
+  // One forward pass over all of `tokens` (a prefill, a decode step or a verify pass). Throws
+  // std::invalid_argument naming the first id outside [0, vocab_size()), ContextOverflow when
+  // length() + tokens.size() > max_length(); the sequence is unchanged in both cases.
+  Logits extend(std::span<const Token> tokens) override;
+  // Drops the KV-cache entries past new_len (they are overwritten by the next extend).
+  void truncate(int new_len) override;
+
+  const LlamaHParams& hparams() const { return w_.hp; }
+  const LlamaWeights& weights() const { return w_; }
+  int threads() const { return threads_; }
+
+ private:
+  struct Scratch;
+  void reserve_kv(int n_tokens);
+  // Runs tokens at positions [pos0, pos0 + n) and writes n logits rows to `logits`.
+  void forward(const Token* tokens, int n, int pos0, float* logits);
+
+  GgufFile file_;
+  LlamaWeights w_;
+  CpuLlamaOptions options_;
+  int threads_ = 1;
+  int max_length_ = 0;
+  std::string model_name_;
+  std::vector<Token> tokens_;
+  std::vector<float> rope_inv_freq_;  // (head_dim / 2): base^(-2i / head_dim)
+
+  // KV cache, per layer l and KV head g: kv_capacity_ rows of head_dim floats,
+  // k_cache_[((l * n_head_kv + g) * kv_capacity_ + pos) * head_dim + i]; likewise v_cache_.
+  int kv_capacity_ = 0;
+  cpu::AlignedVector<float> k_cache_;
+  cpu::AlignedVector<float> v_cache_;
+
+  std::unique_ptr<Scratch> scratch_;
+};
+
+}  // namespace speclab

@@ -1,0 +1,29 @@
+#pragma once
+// CudaLlama: the Llama forward pass on an NVIDIA GPU, behind the same Target interface as
+// CpuLlama and the ToyTarget. Built only when nvcc is found at configure time
+// (SPECLAB_HAS_CUDA); otherwise these functions exist and report that the backend is missing.
+#include <memory>
+#include <string>
+
+#include "mini_engine/core/target.h"
+
+namespace speclab {
+
+struct CudaLlamaOptions {
+  int max_length = 0;  // KV-cache capacity in tokens; 0 = the model's context length
+  int device = 0;      // CUDA device ordinal
+};
+
+// True when this build contains the CUDA backend.
+bool cuda_backend_built();
+
+// Empty when a CUDA device can be used; otherwise why not (no CUDA backend in this build, no
+// driver, no device), in words fit for an error message.
+std::string cuda_unavailable_reason();
+
+// Loads a Llama-family GGUF onto the GPU. Throws std::runtime_error naming the cause when no
+// device can be used, and GgufError for a malformed or unsupported model.
+std::unique_ptr<Target> make_cuda_llama(const std::string& gguf_path,
+                                        const CudaLlamaOptions& options = {});
+
+}  // namespace speclab

@@ -1,0 +1,78 @@
+#pragma once
+// The arithmetic inside CudaLlama's kernels, as plain functions that compile for the host and the
+// device (SPECLAB_HD). The kernels in cuda_llama.cu are thin launchers that call these; the host
+// tests (tests/cuda/) run the very same functions over whole tensors and compare them with the
+// CPU reference. So a wrong formula or a wrong index fails a test here, without a GPU.
+#include <cmath>
+#include <cstddef>
+
+#include "mini_engine/model/quant.h"  // SPECLAB_HD and the block dequantizers
+
+namespace speclab::kmath {
+
+// ---- RMSNorm: y_i = x_i * w_i / sqrt(mean(x^2) + eps) ----
+
+// 1 / sqrt(sum_sq / n + eps), from the row's sum of squares.
+SPECLAB_HD inline float rms_inverse(float sum_sq, int n, float eps) {
+  return 1.0f / sqrtf(sum_sq / static_cast<float>(n) + eps);
+}
+SPECLAB_HD inline float rmsnorm_element(float x, float weight, float inv_rms) {
+  return x * inv_rms * weight;
+}
+
+// ---- RoPE, in the layout GGUF's Llama Q/K weights expect ----
+// llama.cpp's converter permutes the Q and K projection rows of Hugging Face Llama checkpoints so
+// that each rotated pair is two *adjacent* lanes (2i, 2i+1) of a head (ggml's "normal" rope mode),
+// not lanes i and i + d/2 as in the Hugging Face code. Using the other pairing on these weights
+// silently scrambles attention.
+
+// The lanes of rotation pair `pair` (0 <= pair < rot_dim / 2) within one head.
+SPECLAB_HD inline int rope_lane0(int pair, int /*rot_dim*/) { return 2 * pair; }
+SPECLAB_HD inline int rope_lane1(int pair, int /*rot_dim*/) { return 2 * pair + 1; }
+
+// The rotation angle of pair `pair` at position `pos`: pos * base^(-2 pair / rot_dim).
+SPECLAB_HD inline float rope_angle(int pos, int pair, int rot_dim, float freq_base) {
+  return static_cast<float>(pos) *
+         powf(freq_base, -2.0f * static_cast<float>(pair) / static_cast<float>(rot_dim));
+}
+
+// Rotates (x0, x1) by `angle`.
+SPECLAB_HD inline void rope_rotate(float x0, float x1, float angle, float* y0, float* y1) {
+  const float c = cosf(angle);
+  const float s = sinf(angle);
+  *y0 = x0 * c - x1 * s;
+  *y1 = x0 * s + x1 * c;
+}
+
+// ---- SwiGLU: silu(gate) * up ----
+SPECLAB_HD inline float swiglu(float gate, float up) { return gate / (1.0f + expf(-gate)) * up; }
+
+// ---- Attention over the KV cache ----
+
+// Which KV head query head `head` reads (grouped-query attention).
+SPECLAB_HD inline int kv_head_of(int head, int n_heads, int n_kv_heads) {
+  return head / (n_heads / n_kv_heads);
+}
+
+// Index of element `d` of the cached key (or value) of `pos`, in a cache laid out as
+// [layer][kv_head][pos][head_dim], row-major.
+SPECLAB_HD inline std::size_t kv_index(int layer, int kv_head, int pos, int d, int n_kv_heads,
+                                       int max_len, int head_dim) {
+  return ((static_cast<std::size_t>(layer) * n_kv_heads + kv_head) * max_len + pos) * head_dim + d;
+}
+
+// The causal mask inside the appended block: a query at absolute position q_pos sees keys at
+// positions 0..q_pos and nothing after.
+SPECLAB_HD inline bool key_visible(int key_pos, int query_pos) { return key_pos <= query_pos; }
+
+// Scaled score of one (query, key) pair; -infinity when the key is masked.
+SPECLAB_HD inline float attention_score(float dot, float scale, int key_pos, int query_pos) {
+  return key_visible(key_pos, query_pos) ? dot * scale : -INFINITY;
+}
+
+// Softmax weight of a score given the row's max and the sum of exp(score - max).
+SPECLAB_HD inline float softmax_weight(float score, float row_max, float inv_sum) {
+  return score == -INFINITY ? 0.0f : expf(score - row_max) * inv_sum;
+}
+
+}  // namespace speclab::kmath

@@ -1,0 +1,95 @@
+// Lab 02 reference solution: n-gram storages with counts, argmax and back-off, and drafting.
+#include <stdexcept>
+#include <string>
+
+#include "ngram_storage.h"
+
+namespace speclab {
+namespace {
+
+void check_ids(std::span<const Token> tokens, const char* who) {
+  for (Token t : tokens) {
+    if (t < 0) {
+      throw std::invalid_argument(std::string(who) + ": token id " + std::to_string(t) +
+                                  " is negative");
+    }
+  }
+}
+
+}  // namespace
+
+// ---- OneLevelNGramStorage ----
+
+void OneLevelNGramStorage::seed(std::span<const Token> prompt) {
+  for (std::size_t i = static_cast<std::size_t>(n_ - 1); i < prompt.size(); ++i) {
+    update(prompt.first(i), prompt.subspan(i, 1));
+  }
+}
+
+void OneLevelNGramStorage::update(std::span<const Token> context,
+                                  std::span<const Token> next_tokens) {
+  check_ids(next_tokens, "OneLevelNGramStorage::update");
+  const auto need = static_cast<std::size_t>(n_ - 1);
+  if (context.size() < need || next_tokens.empty()) return;
+  const auto key = context.last(need);
+  Counts& c = table_[std::vector<Token>(key.begin(), key.end())];
+  for (Token t : next_tokens) {
+    const std::int64_t now = ++c.by_token[t];
+    if (now > c.best_count) {  // strictly: on a tie the earlier leader keeps the top spot
+      c.best = t;
+      c.best_count = now;
+    }
+  }
+}
+
+Prediction OneLevelNGramStorage::next_token(std::span<const Token> context) const {
+  const auto need = static_cast<std::size_t>(n_ - 1);
+  if (context.size() < need) return Prediction{};
+  const auto key = context.last(need);
+  const auto it = table_.find(std::vector<Token>(key.begin(), key.end()));
+  if (it == table_.end()) return Prediction{};
+  return Prediction{it->second.best, true, n_ - 1};
+}
+
+// ---- NGramStorage ----
+
+void NGramStorage::seed(std::span<const Token> prompt) {
+  for (auto& l : levels_) l.seed(prompt);
+}
+
+void NGramStorage::update(std::span<const Token> context, std::span<const Token> next_tokens) {
+  check_ids(next_tokens, "NGramStorage::update");  // before any level changes
+  for (auto& l : levels_) l.update(context, next_tokens);
+}
+
+Prediction NGramStorage::next_token(std::span<const Token> context) const {
+  for (auto it = levels_.rbegin(); it != levels_.rend(); ++it) {  // longest context first
+    const Prediction p = it->next_token(context);
+    if (p.known) return p;
+  }
+  return Prediction{};
+}
+
+// ---- drafting ----
+
+std::vector<Token> draft(const NGramModel& storage, std::span<const Token> context, int gamma,
+                         bool stop_if_unknown) {
+  if (gamma < 0)
+    throw std::invalid_argument("draft: gamma must be >= 0, got " + std::to_string(gamma));
+  std::vector<Token> text(context.begin(), context.end());  // context + the draft so far
+  std::vector<Token> out;
+  out.reserve(static_cast<std::size_t>(gamma));
+  while (static_cast<int>(out.size()) < gamma) {
+    const Prediction p = storage.next_token(text);
+    Token next = p.token;
+    if (!p.known) {
+      if (stop_if_unknown || text.empty()) break;
+      next = text.back();  // pad: repeat the token before it
+    }
+    out.push_back(next);
+    text.push_back(next);
+  }
+  return out;
+}
+
+}  // namespace speclab

@@ -1,0 +1,83 @@
+// Lab 03 reference solution: top-k enrichment of the n-gram storage and lossless sampled
+// verification.
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "nasd.h"
+
+namespace speclab {
+
+std::vector<Token> top_k_tokens(std::span<const float> row, int k) {
+  if (k < 0) throw std::invalid_argument("top_k_tokens: k must be >= 0, got " + std::to_string(k));
+  std::vector<Token> ids;
+  for (std::size_t i = 0; i < row.size(); ++i) {
+    if (row[i] > -INFINITY) ids.push_back(static_cast<Token>(i));  // also drops NaN
+  }
+  const auto better = [&](Token a, Token b) { return row[a] != row[b] ? row[a] > row[b] : a < b; };
+  const auto keep = std::min(ids.size(), static_cast<std::size_t>(k));
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep), ids.end(),
+                    better);
+  ids.resize(keep);
+  return ids;
+}
+
+void record_round(NGramModel& storage, std::span<const Token> context, const RoundRecord& round,
+                  int filler_top_k) {
+  const std::size_t n_emitted = round.emitted.size();
+  if (filler_top_k < 1) {
+    throw std::invalid_argument("record_round: filler_top_k must be >= 1, got " +
+                                std::to_string(filler_top_k));
+  }
+  if (round.position < 0 ||
+      static_cast<std::size_t>(round.position) + n_emitted != context.size() ||
+      !std::equal(round.emitted.begin(), round.emitted.end(),
+                  context.end() - static_cast<std::ptrdiff_t>(n_emitted))) {
+    throw std::invalid_argument(
+        "record_round: context must end with the round's emitted tokens "
+        "(context.size() == round.position + emitted.size())");
+  }
+  if (n_emitted > 0 &&
+      (round.logits == nullptr || round.logits->rows() < static_cast<int>(n_emitted))) {
+    throw std::invalid_argument("record_round: the round needs one logits row per emitted token");
+  }
+  const auto first = static_cast<std::size_t>(round.position);
+  for (std::size_t i = 0; i < n_emitted; ++i) {
+    const std::span<const Token> before = context.first(first + i);  // real text only
+    storage.update(before, std::span<const Token>(&round.emitted[i], 1));
+    if (filler_top_k > 1) {
+      const std::span<const float> row = round.logits->row(static_cast<int>(i));
+      storage.update(before, top_k_tokens(row, filler_top_k));
+    }
+  }
+}
+
+VerifyResult verify_sampled(std::span<const Token> drafts, const Logits& logits,
+                            std::int64_t position, const SamplingParams& sampling) {
+  if (static_cast<std::size_t>(logits.rows()) != drafts.size() + 1) {
+    throw std::invalid_argument(
+        "verify_sampled: need drafts.size() + 1 = " + std::to_string(drafts.size() + 1) +
+        " logits rows, got " + std::to_string(logits.rows()));
+  }
+  if (position < 0) {
+    throw std::invalid_argument("verify_sampled: position must be >= 0, got " +
+                                std::to_string(position));
+  }
+  VerifyResult result;
+  const auto k = static_cast<std::int64_t>(drafts.size());
+  for (std::int64_t i = 0; i < k; ++i) {
+    // The token plain decoding draws at this position, given context + drafts[0..i).
+    const Token x = sample_at(logits.row(static_cast<int>(i)), sampling, position + i);
+    if (x != drafts[static_cast<std::size_t>(i)]) {
+      result.emitted.push_back(x);  // the correction: the draw itself, never a fresh one
+      return result;
+    }
+    result.emitted.push_back(x);
+    ++result.accepted;
+  }
+  result.emitted.push_back(sample_at(logits.row(static_cast<int>(k)), sampling, position + k));
+  return result;
+}
+
+}  // namespace speclab

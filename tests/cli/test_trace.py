@@ -1,0 +1,97 @@
+"""`speclab trace`: the JSON Lines it writes keep the contract documented in
+tools/speclab/trace.cpp, which the book's plots (tools/book_site/plots.py) rely on."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SPECLAB = os.environ.get("SPECLAB_BIN", str(Path(__file__).resolve().parents[2] / "build/bin/speclab"))
+FIELDS = ["round", "position", "draft", "accepted", "emitted", "last", "draft_s", "verify_s"]
+PROMPT_LEN = 16  # speclab trace's default --prompt-len
+
+
+def trace(tmp_path: Path, *args: str) -> list[dict]:
+    out = tmp_path / "trace.jsonl"
+    subprocess.run([SPECLAB, "trace", "--model", "toy", *args, "--out", str(out)], check=True,
+                   capture_output=True, text=True)
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("regime", ["periodic", "markov", "random"])
+@pytest.mark.parametrize("k", [1, 4])
+def test_every_record_keeps_the_round_contract(tmp_path, regime, k):
+    rounds = trace(tmp_path, "--regime", regime, "--k", str(k), "--max-new-tokens", "200")
+    assert rounds, "no records written"
+    position = PROMPT_LEN
+    for i, r in enumerate(rounds):
+        assert list(r) == FIELDS
+        assert r["round"] == i
+        assert r["position"] == position
+        assert len(r["draft"]) <= k
+        assert 0 <= r["accepted"] <= len(r["draft"])
+        assert r["emitted"][: r["accepted"]] == r["draft"][: r["accepted"]]
+        assert len(r["emitted"]) == r["accepted"] + 1
+        expected_last = ("plain" if not r["draft"]
+                         else "bonus" if r["accepted"] == len(r["draft"]) else "correction")
+        assert r["last"] == expected_last
+        assert r["draft_s"] >= 0 and r["verify_s"] >= 0
+        position += len(r["emitted"])
+    assert position - PROMPT_LEN == 200, "the records must account for every emitted token"
+
+
+def test_output_is_the_same_for_every_k(tmp_path):
+    # Greedy speculation is lossless, so the emitted text cannot depend on k.
+    texts = []
+    for k in (1, 3, 8):
+        rounds = trace(tmp_path, "--regime", "markov", "--k", str(k), "--max-new-tokens", "300",
+                       "--seed", "7")
+        texts.append([t for r in rounds for t in r["emitted"]])
+    assert texts[0] == texts[1] == texts[2]
+
+
+def test_periodic_text_is_mostly_accepted_and_random_text_never(tmp_path):
+    periodic = trace(tmp_path, "--regime", "periodic", "--k", "5", "--max-new-tokens", "300")
+    emitted = sum(len(r["emitted"]) for r in periodic)
+    assert emitted / len(periodic) > 4.0
+    assert any(r["last"] == "bonus" for r in periodic)
+    random = trace(tmp_path, "--regime", "random", "--k", "5", "--max-new-tokens", "300")
+    assert len(random) == 300
+    assert sum(r["accepted"] for r in random) == 0
+
+
+def test_noise_breaks_the_pattern(tmp_path):
+    clean = trace(tmp_path, "--regime", "periodic", "--noise", "0", "--k", "5")
+    noisy = trace(tmp_path, "--regime", "periodic", "--noise", "0.2", "--k", "5")
+    assert not any(r["last"] == "correction" for r in clean)
+    assert any(r["last"] == "correction" for r in noisy)
+
+
+def test_out_dash_writes_to_standard_output():
+    result = subprocess.run([SPECLAB, "trace", "--regime", "periodic", "--max-new-tokens", "10",
+                             "--out", "-"], check=True, capture_output=True, text=True)
+    lines = result.stdout.splitlines()
+    assert sum(len(json.loads(line)["emitted"]) for line in lines) == 10
+    assert "tokens/run" in result.stderr  # the summary goes to stderr, never into the data
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--regime", "sawtooth"], "sawtooth not in"),
+    (["--model", "llama"], "llama not in"),
+    (["--k", "0"], "--k"),
+])
+def test_bad_options_are_rejected_with_a_message(tmp_path, args, message):
+    result = subprocess.run([SPECLAB, "trace", *args, "--out", str(tmp_path / "x.jsonl")],
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert message in result.stderr + result.stdout
+
+
+def test_an_unwritable_output_file_is_an_error(tmp_path):
+    target = tmp_path / "missing-dir" / "x.jsonl"
+    result = subprocess.run([SPECLAB, "trace", "--out", str(target)], capture_output=True,
+                            text=True)
+    assert result.returncode == 1
+    assert "cannot open" in result.stderr

@@ -1,0 +1,122 @@
+// Lab 02 -- drafting from a storage and learning from verified rounds.
+// Chapter: book/lab02_ngram_storage.md
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "ngram_storage.h"
+
+using speclab::draft;
+using speclab::NGramDrafter;
+using speclab::NGramStorage;
+using speclab::OneLevelNGramStorage;
+using speclab::RoundRecord;
+using speclab::Token;
+using V = std::vector<Token>;
+
+TEST_SUITE("lab02 / Drafting: chaining predictions") {
+  TEST_CASE("each draft token is predicted from the context plus the draft so far") {
+    OneLevelNGramStorage s(2);
+    s.seed(V{1, 2, 3, 4});
+    INFO("2 -> 3, then 3 -> 4: a draft that keeps predicting from the context alone gives 3 3 3");
+    CHECK(draft(s, V{9, 1, 2}, 2, true) == V{3, 4});
+    NGramStorage m(3);
+    m.seed(V{1, 2, 3, 4, 1, 2, 3, 4});
+    CHECK(draft(m, V{7, 2}, 5, true) == V{3, 4, 1, 2, 3});
+  }
+
+  TEST_CASE("a chained draft can use a longer context than the original one had") {
+    // The context (9 1) is unknown at length 2; the multi-level storage backs off to (1) -> 2,
+    // and the next prediction already has the 2-token context (1 2) -> 5, which beats (2) -> 6.
+    NGramStorage m(3);
+    m.seed(V{1, 2, 5, 0, 2, 6, 0, 2, 6});
+    CHECK(m.next_token(V{2}).token == 6);
+    CHECK(draft(m, V{9, 1}, 2, true) == V{2, 5});
+  }
+
+  TEST_CASE("stop_if_unknown ends the draft at the first miss") {
+    OneLevelNGramStorage s(2);
+    s.seed(V{1, 2, 3});  // 1->2, 2->3, and nothing ever followed 3
+    INFO("after 2 3 the storage has nothing for 3: stop there");
+    CHECK(draft(s, V{1}, 5, true) == V{2, 3});
+    CHECK(draft(s, V{3}, 5, true) == V{});
+  }
+
+  TEST_CASE(
+      "without stop_if_unknown a miss is padded with the previous token and chaining goes on") {
+    OneLevelNGramStorage s(2);
+    s.seed(V{1, 2, 3});
+    CHECK(draft(s, V{1}, 5, false) == V{2, 3, 3, 3, 3});
+    // With a 2-token context the pad can lead back to known text: (4 2) is unknown, so pad 2;
+    // then (2 2) -> 8 was seen.
+    OneLevelNGramStorage t(3);
+    t.seed(V{2, 2, 8});
+    CHECK(draft(t, V{4, 2}, 3, false) == V{2, 8, 8});
+  }
+
+  TEST_CASE("gamma 0 or a storage with nothing to say gives an empty draft") {
+    NGramStorage empty(3);
+    CHECK(draft(empty, V{1, 2}, 4, true) == V{});
+    CHECK(draft(empty, V{1, 2}, 0, false) == V{});
+    INFO("padding without a single known token repeats the last context token");
+    CHECK(draft(empty, V{1, 2}, 3, false) == V{2, 2, 2});
+    CHECK(draft(empty, V{}, 3, false) == V{});
+  }
+}
+
+TEST_SUITE("lab02 / Learning from verified text") {
+  TEST_CASE("updates after a round change later drafts") {
+    NGramDrafter d({.n = 2});
+    const V prompt = {1, 2, 3};
+    d.begin(prompt);
+    CHECK(d.propose(prompt, 3) == V{});  // nothing ever followed 3
+    // The target emitted 9 after 3 (a correction, say): the drafter must learn 3 -> 9.
+    V context = {1, 2, 3, 9};
+    RoundRecord r;
+    r.position = 3;
+    r.emitted = {9};
+    d.observe(context, r);
+    context.insert(context.end(), {1, 2, 3});
+    INFO("see the chapter, 'Learning from verified text'");
+    CHECK(d.propose(context, 3) == V{9});
+    // Two more rounds say 3 -> 5: the majority changes the draft.
+    for (int i = 0; i < 2; ++i) {
+      RoundRecord again;
+      again.position = static_cast<std::int64_t>(context.size());
+      again.emitted = {5};
+      context.push_back(5);
+      d.observe(context, again);
+      context.push_back(3);
+    }
+    CHECK(d.storage().next_token(V{3}).token == 5);
+    CHECK(d.propose(V{3}, 1) == V{5});
+  }
+
+  TEST_CASE("every emitted token of a round is recorded after the text before it") {
+    NGramDrafter d({.n = 3});
+    d.begin(V{4, 5});
+    const V context = {4, 5, 6, 7, 8};
+    RoundRecord r;
+    r.position = 2;
+    r.drafts = {6, 7, 1};
+    r.accepted = 2;
+    r.emitted = {6, 7, 8};
+    d.observe(context, r);
+    const auto& s = dynamic_cast<const NGramStorage&>(d.storage());
+    CHECK(s.level(2).count(V{4, 5}, 6) == 1);
+    CHECK(s.level(2).count(V{5, 6}, 7) == 1);
+    CHECK(s.level(2).count(V{6, 7}, 8) == 1);
+    CHECK(s.level(2).count(V{6, 7}, 1) == 0);  // the rejected draft is not text
+    CHECK(s.size() == 1 + 3 + 3);              // seed (4->5) + 3 pairs at each level
+  }
+
+  TEST_CASE("begin forgets the previous generation and seeds the new prompt") {
+    NGramDrafter d({.n = 2});
+    d.begin(V{1, 2});
+    CHECK(d.propose(V{1}, 2) == V{2});
+    d.begin(V{7, 8});
+    CHECK(d.propose(V{1}, 2) == V{});
+    CHECK(d.propose(V{7}, 2) == V{8});
+    CHECK(d.storage().size() == 1);
+  }
+}

@@ -1,0 +1,247 @@
+// Lab 02 -- the storages: counts, argmax, misses, back-off, seeding.
+// Chapter: book/lab02_ngram_storage.md
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "mini_engine/sampling/rng.h"
+#include "ngram_storage.h"
+
+using speclab::NGramStorage;
+using speclab::OneLevelNGramStorage;
+using speclab::Prediction;
+using speclab::Token;
+using V = std::vector<Token>;
+
+namespace {
+// Records `next` after `context` once: the one-token form of update().
+template <class S>
+void see(S& s, const V& context, Token next) {
+  s.update(context, V{next});
+}
+// Levels disagree on purpose. After these updates:
+//   context length 3: (1 2 3) -> 7
+//   context length 2: (2 3) -> 7 once, 8 twice            => 8
+//   context length 1: (3) -> 7 once, 8 twice, 9 three times => 9
+template <class S>
+void feed_disagreeing_levels(S& s) {
+  see(s, {1, 2, 3}, 7);
+  see(s, {5, 2, 3}, 8);
+  see(s, {5, 2, 3}, 8);
+  for (int i = 0; i < 3; ++i) see(s, {0, 0, 3}, 9);
+}
+}  // namespace
+
+TEST_SUITE("lab02 / Counting: one level") {
+  TEST_CASE("counts every observed pair and predicts the most frequent next token") {
+    OneLevelNGramStorage s(2);  // context: the last 1 token
+    see(s, {5}, 2);
+    see(s, {5}, 2);
+    see(s, {5}, 1);
+    CHECK(s.count(V{5}, 1) == 1);
+    CHECK(s.count(V{5}, 2) == 2);
+    CHECK(s.count(V{5}, 3) == 0);
+    INFO(
+        "token 2 followed context '5' twice and token 1 once (most recently): the prediction is 2");
+    CHECK(s.next_token(V{9, 5}) == Prediction{2, true, 1});
+    CHECK(s.contexts() == 1);
+    CHECK(s.size() == 2);
+  }
+
+  TEST_CASE("the argmax follows the counts as they change") {
+    OneLevelNGramStorage s(2);
+    see(s, {4}, 7);
+    CHECK(s.next_token(V{4}) == Prediction{7, true, 1});
+    see(s, {4}, 8);
+    see(s, {4}, 8);
+    INFO("8 now has 2 counts against 7's one: the argmax must move to 8");
+    CHECK(s.next_token(V{4}) == Prediction{8, true, 1});
+    see(s, {4}, 7);
+    INFO("7 and 8 are tied at 2: 8 got there first and keeps the top spot");
+    CHECK(s.next_token(V{4}) == Prediction{8, true, 1});
+    see(s, {4}, 7);
+    CHECK(s.next_token(V{4}) == Prediction{7, true, 1});
+  }
+
+  TEST_CASE("equal counts: the token that reached the top count first keeps it") {
+    // Sequence A B B A: counts go A=1 (A leads), B=1 (tie, A stays), B=2 (B leads), A=2 (tie,
+    // B stays). The documented rule picks B -- not the first token seen, not the lower id, not
+    // the latest one.
+    OneLevelNGramStorage s(2);
+    const Token a = 3, b = 9;
+    for (Token t : {a, b, b, a}) see(s, {1}, t);
+    INFO("see the chapter, 'Counting: one level': ties keep the earlier leader");
+    CHECK(s.count(V{1}, a) == 2);
+    CHECK(s.count(V{1}, b) == 2);
+    CHECK(s.next_token(V{1}) == Prediction{b, true, 1});
+    // A fresh tie at count 1: the first recorded token leads, even with the larger id.
+    OneLevelNGramStorage t(2);
+    see(t, {1}, 9);
+    see(t, {1}, 3);
+    CHECK(t.next_token(V{1}) == Prediction{9, true, 1});
+  }
+
+  TEST_CASE("one update with several tokens records them in order") {
+    OneLevelNGramStorage s(2);
+    s.update(V{2}, V{4, 6, 6});
+    CHECK(s.count(V{2}, 4) == 1);
+    CHECK(s.count(V{2}, 6) == 2);
+    CHECK(s.next_token(V{2}) == Prediction{6, true, 1});
+    s.update(V{3}, V{8, 7});
+    INFO("8 and 7 both reach count 1; 8 got there first");
+    CHECK(s.next_token(V{3}) == Prediction{8, true, 1});
+  }
+
+  TEST_CASE("only the last n-1 tokens of the context are the key") {
+    OneLevelNGramStorage s(3);
+    see(s, {9, 9, 1, 2}, 7);
+    CHECK(s.count(V{1, 2}, 7) == 1);
+    CHECK(s.next_token(V{3, 1, 2}) == Prediction{7, true, 2});
+    CHECK(s.next_token(V{1, 2}) == Prediction{7, true, 2});
+    CHECK(s.next_token(V{2, 1}) == Prediction{});
+    CHECK(s.contexts() == 1);
+  }
+
+  TEST_CASE("a negative token id is rejected and nothing is recorded") {
+    OneLevelNGramStorage s(2);
+    CHECK_THROWS_AS(s.update(V{1}, V{5, -3}), std::invalid_argument);
+    CHECK(s.size() == 0);
+    NGramStorage m(3);
+    CHECK_THROWS_AS(m.update(V{1, 2}, V{5, -1}), std::invalid_argument);
+    CHECK(m.size() == 0);
+  }
+}
+
+TEST_SUITE("lab02 / A miss is not a guess") {
+  TEST_CASE("an empty storage knows nothing: known is false and no token is invented") {
+    const OneLevelNGramStorage one(3);
+    const NGramStorage multi(4);
+    INFO("a miss is exactly Prediction{} = {kNoToken, false, 0}; see 'A miss is not a guess'");
+    for (const V& ctx : {V{}, V{1}, V{1, 2}, V{1, 2, 3}}) {
+      CHECK(one.next_token(ctx) == Prediction{});
+      CHECK(multi.next_token(ctx) == Prediction{});
+    }
+  }
+
+  TEST_CASE("an unseen context and a context shorter than n-1 are misses") {
+    OneLevelNGramStorage s(3);
+    s.seed(V{1, 2, 3, 4});
+    CHECK(s.next_token(V{1, 2}) == Prediction{3, true, 2});
+    CHECK(s.next_token(V{4, 1}) == Prediction{});  // never seen
+    CHECK(s.next_token(V{2}) == Prediction{});     // too short for a 2-token context
+    CHECK(s.next_token(V{3, 4}) == Prediction{});  // the prompt ends there: nothing followed
+  }
+}
+
+TEST_SUITE("lab02 / Backing off: many levels") {
+  TEST_CASE("the longest level that knows the context answers") {
+    NGramStorage s(4);  // context lengths 1..3
+    feed_disagreeing_levels(s);
+    INFO("back off from the longest context to the shortest, and stop at the first hit");
+    CHECK(s.next_token(V{1, 2, 3}) == Prediction{7, true, 3});
+    CHECK(s.next_token(V{4, 2, 3}) == Prediction{8, true, 2});
+    CHECK(s.next_token(V{4, 4, 3}) == Prediction{9, true, 1});
+    CHECK(s.next_token(V{4, 4, 4}) == Prediction{});
+  }
+
+  TEST_CASE("every level records the observation with its own context length") {
+    NGramStorage s(4);
+    feed_disagreeing_levels(s);
+    CHECK(s.level(3).count(V{1, 2, 3}, 7) == 1);
+    CHECK(s.level(2).count(V{2, 3}, 8) == 2);
+    CHECK(s.level(1).count(V{3}, 9) == 3);
+    CHECK(s.level(1).count(V{3}, 7) == 1);
+    CHECK(s.size() ==
+          3 + 3 +
+              3);  // pairs per level: (123)7 (523)8 (003)9 / (23)7 (23)8 (03)9 / 3 pairs after (3)
+  }
+
+  TEST_CASE("a short context is answered by the levels it fits") {
+    NGramStorage s(4);
+    feed_disagreeing_levels(s);
+    CHECK(s.next_token(V{3}) == Prediction{9, true, 1});
+    CHECK(s.next_token(V{2, 3}) == Prediction{8, true, 2});
+  }
+
+  TEST_CASE("min_context 2 stops back-off before one-token contexts (the seed code's floor)") {
+    NGramStorage s(4, 2);
+    feed_disagreeing_levels(s);
+    CHECK(s.next_token(V{1, 2, 3}) == Prediction{7, true, 3});
+    CHECK(s.next_token(V{4, 2, 3}) == Prediction{8, true, 2});
+    INFO("with min_context = 2 no level looks at a single token: (4 4 3) is a miss");
+    CHECK(s.next_token(V{4, 4, 3}) == Prediction{});
+    CHECK(s.next_token(V{3}) == Prediction{});
+    CHECK(s.size() == 3 + 3);
+  }
+
+  TEST_CASE("min_context 1 backs off to a single token (the default)") {
+    NGramStorage s(3);
+    CHECK(s.min_context() == 1);
+    s.seed(V{6, 7});
+    CHECK(s.next_token(V{5, 6}) == Prediction{7, true, 1});
+    CHECK(s.next_token(V{6}) == Prediction{7, true, 1});
+  }
+
+  TEST_CASE("min_context n-1 behaves exactly like the one-level storage") {
+    OneLevelNGramStorage one(3);
+    NGramStorage multi(3, 2);
+    std::vector<Token> text;
+    for (std::uint64_t i = 0; i < 400; ++i) {
+      text.push_back(static_cast<Token>(speclab::counter_hash(7, 0, i) % 6));
+    }
+    one.seed(std::span<const Token>(text).first(100));
+    multi.seed(std::span<const Token>(text).first(100));
+    for (std::size_t i = 100; i < text.size(); ++i) {
+      const std::span<const Token> before = std::span<const Token>(text).first(i);
+      REQUIRE(multi.next_token(before) == one.next_token(before));
+      one.update(before, V{text[i]});
+      multi.update(before, V{text[i]});
+    }
+    CHECK(multi.size() == one.size());
+  }
+
+  TEST_CASE("invalid arguments are rejected with std::invalid_argument") {
+    NGramStorage s(3);
+    CHECK_THROWS_AS(speclab::draft(s, V{1}, -1, true), std::invalid_argument);
+    CHECK_THROWS_AS(s.update(V{1}, V{-2}), std::invalid_argument);
+    CHECK_THROWS_AS(OneLevelNGramStorage(1), std::invalid_argument);
+    CHECK_THROWS_AS(NGramStorage(1), std::invalid_argument);
+    CHECK_THROWS_AS(NGramStorage(3, 0), std::invalid_argument);
+    CHECK_THROWS_AS(NGramStorage(3, 3), std::invalid_argument);
+    CHECK_THROWS_AS(s.level(3), std::out_of_range);
+  }
+}
+
+TEST_SUITE("lab02 / Seeding from the prompt") {
+  TEST_CASE("every n-gram of the prompt is recorded including the first and the last") {
+    const V prompt = {5, 6, 7, 5, 6, 8};
+    OneLevelNGramStorage s(3);
+    s.seed(prompt);
+    INFO("3-grams: (5 6)->7  (6 7)->5  (7 5)->6  (5 6)->8");
+    CHECK(s.count(V{5, 6}, 7) == 1);
+    CHECK(s.count(V{6, 7}, 5) == 1);
+    CHECK(s.count(V{7, 5}, 6) == 1);
+    CHECK(s.count(V{5, 6}, 8) == 1);
+    CHECK(s.size() == 4);
+    CHECK(s.next_token(V{5, 6}) == Prediction{7, true, 2});  // tie at 1: 7 came first
+
+    NGramStorage m(3);
+    m.seed(prompt);
+    INFO("the multi-level storage also records the bigrams: 5->6 twice  6->7  7->5  6->8");
+    CHECK(m.level(1).count(V{5}, 6) == 2);
+    CHECK(m.level(1).count(V{6}, 8) == 1);
+    CHECK(m.size() == 4 + 4);
+  }
+
+  TEST_CASE("a prompt shorter than n records only the levels it fits") {
+    OneLevelNGramStorage s(3);
+    s.seed(V{1, 2});
+    CHECK(s.size() == 0);
+    NGramStorage m(3);
+    m.seed(V{1, 2});
+    CHECK(m.size() == 1);
+    CHECK(m.next_token(V{1}) == Prediction{2, true, 1});
+  }
+}

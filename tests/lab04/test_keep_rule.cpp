@@ -1,0 +1,82 @@
+// Lab 04 -- insert_pair and its keep rule. Chapter: book/lab04_ngram_pool.md
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "ngram_pool.h"
+#include "pool_test_util.h"
+
+using namespace speclab;
+using namespace speclab::lab04_testing;
+
+TEST_SUITE("lab04 / Keeping values: the keep rule") {
+  TEST_CASE("keep all: a different value for a known key is appended as the newest") {
+    NGramPool pool(config(2, 4));
+    pool.insert_pair(V{5}, V{1, 2});
+    pool.insert_pair(V{5}, V{3});
+    pool.insert_pair(V{5}, V{1, 9});
+    CHECK(pool.values(V{5}) == Values{{1, 2}, {3}, {1, 9}});
+    CHECK(pool.num_keys() == 1);
+  }
+
+  TEST_CASE("keep all: a value that is a prefix of a stored value changes nothing") {
+    NGramPool pool(config(2, 4));
+    pool.insert_pair(V{5}, V{1, 2, 3});
+    pool.insert_pair(V{5}, V{1, 2});
+    pool.insert_pair(V{5}, V{1});
+    pool.insert_pair(V{5}, V{1, 2, 3});
+    INFO("a prefix adds no information: the stored value already proposes it");
+    CHECK(pool.values(V{5}) == Values{{1, 2, 3}});
+  }
+
+  TEST_CASE("keep all: a stored proper prefix grows in place and keeps its age") {
+    NGramPool pool(config(2, 4));
+    pool.insert_pair(V{5}, V{1});
+    pool.insert_pair(V{5}, V{7});
+    pool.insert_pair(V{5}, V{1, 2});
+    pool.insert_pair(V{5}, V{1, 2, 3});
+    INFO("the value that began as '1' is still the oldest after growing to '1 2 3'");
+    CHECK(pool.values(V{5}) == Values{{1, 2, 3}, {7}});
+  }
+
+  TEST_CASE("keep one: only a strictly longer value replaces the kept value") {
+    NGramPool pool(config(2, 4, /*keep_all=*/false));
+    pool.insert_pair(V{5}, V{1, 2});
+    pool.insert_pair(V{5}, V{8, 9});  // as long: the first stays
+    CHECK(pool.values(V{5}) == Values{{1, 2}});
+    pool.insert_pair(V{5}, V{3});  // shorter: ignored
+    CHECK(pool.values(V{5}) == Values{{1, 2}});
+    pool.insert_pair(V{5}, V{4, 4, 4});  // longer: replaces
+    CHECK(pool.values(V{5}) == Values{{4, 4, 4}});
+  }
+
+  TEST_CASE("max_values_per_key drops the oldest value of a full key") {
+    NGramPoolConfig c = config(1, 2);
+    c.max_values_per_key = 2;
+    NGramPool pool(c);
+    pool.insert_pair(V{5}, V{1});
+    pool.insert_pair(V{5}, V{2});
+    pool.insert_pair(V{5}, V{3});
+    CHECK(pool.values(V{5}) == Values{{2}, {3}});
+    CHECK(pool.stats().dropped_values == 1);
+  }
+
+  TEST_CASE("every insert_pair counts one pair update and marks its key most recent") {
+    NGramPool pool(config(2, 4));
+    pool.insert_pair(V{1}, V{2});
+    pool.insert_pair(V{3}, V{4});
+    pool.insert_pair(V{1}, V{2});  // no change to the values, but still a use of key 1
+    CHECK(pool.stats().pair_updates == 3);
+    CHECK(pool.keys_by_recency() == Values{{1}, {3}});
+  }
+
+  TEST_CASE("insert_pair rejects keys and values of the wrong size") {
+    NGramPool pool(config(2, 3));
+    CHECK_THROWS_AS(pool.insert_pair(V{}, V{1}), std::invalid_argument);
+    CHECK_THROWS_AS(pool.insert_pair(V{1, 2, 3}, V{1}), std::invalid_argument);
+    CHECK_THROWS_AS(pool.insert_pair(V{1}, V{}), std::invalid_argument);
+    CHECK_THROWS_AS(pool.insert_pair(V{1}, V{1, 2, 3, 4}), std::invalid_argument);
+    CHECK(pool.num_keys() == 0);
+  }
+}

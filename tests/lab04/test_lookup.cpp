@@ -1,0 +1,73 @@
+// Lab 04 -- lookup. Chapter: book/lab04_ngram_pool.md
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "ngram_pool.h"
+#include "pool_test_util.h"
+
+using namespace speclab;
+using namespace speclab::lab04_testing;
+
+TEST_SUITE("lab04 / Lookup") {
+  TEST_CASE("the longest matching key wins over a shorter one") {
+    NGramPool pool(config(3, 4));
+    pool.insert_pair(V{9}, V{1, 1});
+    pool.insert_pair(V{8, 9}, V{2, 2});
+    pool.insert_pair(V{7, 8, 9}, V{3, 3});
+    INFO("try the last k tokens first, then shorter keys");
+    CHECK(pool.lookup(V{7, 8, 9}, 4) == V{3, 3});
+    CHECK(pool.lookup(V{0, 8, 9}, 4) == V{2, 2});
+    CHECK(pool.lookup(V{0, 0, 9}, 4) == V{1, 1});
+  }
+
+  TEST_CASE("a key longer than k is never tried and a short context tries fewer lengths") {
+    NGramPool pool(config(2, 4));
+    pool.insert_pair(V{9}, V{1});
+    pool.insert_pair(V{8, 9}, V{2});
+    CHECK(pool.lookup(V{6, 7, 8, 9}, 4) == V{2});
+    CHECK(pool.lookup(V{9}, 4) == V{1});
+    CHECK(pool.lookup(V{}, 4) == V{});
+  }
+
+  TEST_CASE("is_use_oldest proposes the oldest value and otherwise the newest") {
+    for (bool use_oldest : {true, false}) {
+      NGramPool pool(config(1, 3, /*keep_all=*/true, use_oldest));
+      pool.scan(V{5, 1, 2, 5, 3, 4, 5, 6, 6});  // '5' is followed by 1 2 5, then 3 4 5, then 6 6
+      CHECK(pool.values(V{5}) == Values{{1, 2, 5}, {3, 4, 5}, {6, 6}});
+      INFO("is_use_oldest=", use_oldest);
+      CHECK(pool.lookup(V{0, 5}, 3) == (use_oldest ? V{1, 2, 5} : V{6, 6}));
+    }
+  }
+
+  TEST_CASE("keep one proposes the single kept value: the longest seen") {
+    for (bool use_oldest : {true, false}) {
+      NGramPool pool(config(1, 3, /*keep_all=*/false, use_oldest));
+      pool.scan(V{5, 1, 5, 3, 4, 5, 6, 6, 6});  // values of '5': 1 5 3, then 3 4 5, then 6 6 6
+      INFO("with is_keep_all false the first value of the longest length stays: 1 5 3");
+      CHECK(pool.values(V{5}) == Values{{1, 5, 3}});
+      CHECK(pool.lookup(V{5}, 3) == V{1, 5, 3});
+    }
+    NGramPool grows(config(1, 3, /*keep_all=*/false));
+    grows.insert_pair(V{5}, V{1});
+    grows.insert_pair(V{5}, V{2, 2});
+    CHECK(grows.lookup(V{5}, 3) == V{2, 2});
+  }
+
+  TEST_CASE("a proposal is cut to max_tokens and max_tokens = 0 proposes nothing") {
+    NGramPool pool(config(1, 5));
+    pool.insert_pair(V{1}, V{2, 3, 4, 5, 6});
+    CHECK(pool.lookup(V{1}, 2) == V{2, 3});
+    CHECK(pool.lookup(V{1}, 9) == V{2, 3, 4, 5, 6});
+    CHECK(pool.lookup(V{1}, 0) == V{});
+    CHECK_THROWS_AS(pool.lookup(V{1}, -1), std::invalid_argument);
+  }
+
+  TEST_CASE("no matching key proposes nothing") {
+    NGramPool pool(config(3, 5));
+    pool.scan(V{1, 2, 3, 4});
+    CHECK(pool.lookup(V{7, 8, 9}, 5) == V{});
+    CHECK(pool.lookup(V{4}, 5) == V{});  // the last token has no value yet
+  }
+}

@@ -1,0 +1,100 @@
+// Lab 04 -- public and private pools, and the pool drafter in the engine.
+// Chapter: book/lab04_ngram_pool.md
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "mini_engine/spec/loop.h"
+#include "mini_engine/targets/toy_target.h"
+#include "ngram_pool.h"
+#include "pool_test_util.h"
+#include "prompt_lookup.h"
+
+using namespace speclab;
+using namespace speclab::lab04_testing;
+
+namespace {
+
+NGramPoolConfig pool_config(bool is_public) {
+  NGramPoolConfig c;  // the defaults: k = 3, v = 5, keep all, oldest first
+  c.is_public_pool = is_public;
+  return c;
+}
+
+}  // namespace
+
+TEST_SUITE("lab04 / Public and private pools") {
+  TEST_CASE("a private pool starts empty: one request's pairs never reach another request") {
+    NGramPoolManager manager(pool_config(false));
+    const RequestId a = manager.add_request(V{1, 2, 3, 4, 5});
+    CHECK(manager.propose(a, V{1, 2, 3, 4, 5, 1, 2}, 3) == V{3, 4, 5});
+    const RequestId b = manager.add_request(V{9, 8, 1, 2});
+    INFO("request b never saw '1 2 3 4 5': a private pool must not propose it");
+    CHECK(manager.propose(b, V{9, 8, 1, 2}, 3) == V{});
+    CHECK(&manager.pool(a) != &manager.pool(b));
+    CHECK(manager.pool(b).values(V{1, 2}) == Values{});
+  }
+
+  TEST_CASE("a public pool shares what one request learned with the next") {
+    NGramPoolManager manager(pool_config(true));
+    const RequestId a = manager.add_request(V{1, 2, 3, 4, 5});
+    const RequestId b = manager.add_request(V{9, 8, 1, 2});
+    CHECK(&manager.pool(a) == &manager.pool(b));
+    CHECK(manager.propose(b, V{9, 8, 1, 2}, 3) == V{3, 4, 5});
+  }
+
+  TEST_CASE("ending a request drops its private pool and keeps the public pool") {
+    NGramPoolManager priv(pool_config(false));
+    const RequestId a = priv.add_request(V{1, 2, 3});
+    priv.remove_request(a);
+    CHECK(priv.num_requests() == 0);
+    CHECK_THROWS_AS(priv.pool(a), std::invalid_argument);
+    priv.remove_request(a);  // unknown ids are ignored
+
+    NGramPoolManager pub(pool_config(true));
+    const RequestId b = pub.add_request(V{1, 2, 3});
+    pub.remove_request(b);
+    const RequestId c = pub.add_request(V{7, 1});
+    CHECK(c != b);
+    CHECK(pub.propose(c, V{7, 1}, 2) == V{2, 3});
+  }
+
+  TEST_CASE("update feeds only the tokens a request has not seen yet") {
+    NGramPoolManager manager(pool_config(false));
+    const RequestId a = manager.add_request(V{1, 2, 3});
+    const auto after_scan = manager.pool(a).stats().pair_updates;
+    manager.update(a, V{1, 2, 3});
+    CHECK(manager.pool(a).stats().pair_updates == after_scan);
+    manager.update(a, V{1, 2, 3, 4});
+    CHECK(manager.pool(a).values(V{3}) == Values{{4}});
+    CHECK_THROWS_AS(manager.update(a, V{1, 2}), std::invalid_argument);
+    CHECK_THROWS_AS(manager.update(a + 100, V{1, 2}), std::invalid_argument);
+  }
+
+  TEST_CASE("the pool drafter is lossless on the toy target") {
+    for (bool is_public : {true, false}) {
+      for (ToyRegime regime : {ToyRegime::periodic, ToyRegime::markov, ToyRegime::random}) {
+        for (std::uint64_t seed = 0; seed < 3; ++seed) {
+          ToyTargetConfig cfg;
+          cfg.regime = regime;
+          cfg.seed = seed;
+          cfg.period = 7;
+          cfg.vocab_size = regime == ToyRegime::random ? 4096 : 64;
+          ToyTarget target(cfg);
+          const V prompt = target.make_prompt(12);
+          DecodeConfig dc;
+          dc.max_new_tokens = 120;
+          dc.k = 5;
+          const auto base = run_baseline(target, prompt, dc);
+          NGramPoolDrafter drafter(pool_config(is_public));
+          const auto spec = run_speculative(target, drafter, greedy_verify_rule(), prompt, dc);
+          INFO("regime=", to_string(regime), " seed=", seed, " public=", is_public);
+          REQUIRE(spec.tokens == base.tokens);
+          if (regime == ToyRegime::periodic) CHECK(spec.stats.tokens_per_run() > 3.0);
+          if (regime == ToyRegime::random) CHECK(spec.stats.accepted == 0);
+        }
+      }
+    }
+  }
+}

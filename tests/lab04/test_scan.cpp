@@ -1,0 +1,100 @@
+// Lab 04 -- the options and the initial scan. Chapter: book/lab04_ngram_pool.md
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "ngram_pool.h"
+#include "pool_test_util.h"
+
+using namespace speclab;
+using namespace speclab::lab04_testing;
+
+TEST_SUITE("lab04 / The options") {
+  TEST_CASE("a config out of range is rejected with std::invalid_argument") {
+    CHECK_THROWS_AS(NGramPool(config(0, 5)), std::invalid_argument);
+    CHECK_THROWS_AS(NGramPool(config(3, 0)), std::invalid_argument);
+    CHECK_THROWS_AS(NGramPool(config(65, 5)), std::invalid_argument);
+    CHECK_THROWS_AS(NGramPool(config(3, 65)), std::invalid_argument);
+    NGramPoolConfig c = config(3, 5);
+    c.max_values_per_key = -1;
+    CHECK_THROWS_AS(NGramPool{c}, std::invalid_argument);
+    CHECK_THROWS_AS(NGramPoolManager(config(0, 5)), std::invalid_argument);
+    NGramPool ok(config(64, 64));
+    CHECK(ok.num_keys() == 0);
+  }
+}
+
+TEST_SUITE("lab04 / The initial scan") {
+  TEST_CASE("k = 3 and v = 5 over 8 tokens adds exactly 18 pairs") {
+    // The worked example of the chapter: tokens t0..t7 are 10..17 (all distinct, so every key
+    // is new). Key length 1 gives 7 pairs, length 2 gives 6 and length 3 gives 5: 18.
+    NGramPool pool(config(3, 5));
+    const V tokens = {10, 11, 12, 13, 14, 15, 16, 17};
+    pool.scan(tokens);
+    INFO("see the chapter, 'The initial scan': sum over n = 1..k of (8 - n) = 7 + 6 + 5");
+    CHECK(pool.stats().pair_updates == 18);
+    CHECK(pool.num_keys() == 18);
+    CHECK(pool.num_values() == 18);
+    // The whole enumeration, as printed in the chapter.
+    int checked = 0;
+    for (int n = 1; n <= 3; ++n) {
+      for (int i = 0; i + n < 8; ++i) {
+        const V key(tokens.begin() + i, tokens.begin() + i + n);
+        const int to = std::min(8, i + n + 5);
+        const V value(tokens.begin() + i + n, tokens.begin() + to);
+        INFO("key starting at t", i, " of length ", n);
+        CHECK(pool.values(key) == Values{value});
+        ++checked;
+      }
+    }
+    CHECK(checked == 18);
+  }
+
+  TEST_CASE(
+      "the last key of each length gets the final token as its value (scan range off-by-one)") {
+    NGramPool pool(config(3, 5));
+    pool.scan(V{10, 11, 12, 13, 14, 15, 16, 17});
+    INFO("a key needs one token after it: starts run while i + n < size, not i + n + 1 < size");
+    CHECK(pool.values(V{16}) == Values{{17}});
+    CHECK(pool.values(V{15, 16}) == Values{{17}});
+    CHECK(pool.values(V{14, 15, 16}) == Values{{17}});
+    CHECK(pool.values(V{17}) == Values{});  // nothing follows the last token
+  }
+
+  TEST_CASE("the pair count is the sum over key lengths of (size - n)") {
+    for (int k = 1; k <= 4; ++k) {
+      for (int size = 0; size <= 12; ++size) {
+        NGramPool pool(config(k, 3));
+        V tokens;
+        for (int i = 0; i < size; ++i) tokens.push_back(100 + i);
+        pool.scan(tokens);
+        int expected = 0;
+        for (int n = 1; n <= k; ++n) expected += std::max(0, size - n);
+        INFO("k=", k, " size=", size);
+        CHECK(pool.stats().pair_updates == expected);
+        CHECK(pool.num_keys() == static_cast<std::size_t>(expected));
+      }
+    }
+  }
+
+  TEST_CASE("values hold up to v following tokens and keep the first occurrence first") {
+    // 1 2 1 2 3 with k = 2, v = 3.
+    NGramPool pool(config(2, 3));
+    pool.scan(V{1, 2, 1, 2, 3});
+    CHECK(pool.values(V{1}) == Values{{2, 1, 2}, {2, 3}});  // the second '1' is followed by 2 3
+    CHECK(pool.values(V{1, 2}) == Values{{1, 2, 3}, {3}});
+    CHECK(pool.values(V{2}) == Values{{1, 2, 3}, {3}});
+    CHECK(pool.values(V{2, 1}) == Values{{2, 3}});
+    CHECK(pool.values(V{2, 3}) == Values{});
+    CHECK(pool.stats().pair_updates == 4 + 3);
+  }
+
+  TEST_CASE("a scan of fewer than two tokens adds nothing") {
+    NGramPool pool(config(3, 5));
+    pool.scan(V{});
+    pool.scan(V{7});
+    CHECK(pool.num_keys() == 0);
+    CHECK(pool.stats().pair_updates == 0);
+  }
+}

@@ -1,0 +1,93 @@
+// Lab 04 -- the per-token update. Chapter: book/lab04_ngram_pool.md
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "ngram_pool.h"
+#include "pool_test_util.h"
+
+using namespace speclab;
+using namespace speclab::lab04_testing;
+
+TEST_SUITE("lab04 / The per-token update") {
+  TEST_CASE("a value shorter than v grows by the new token") {
+    NGramPool pool(config(2, 3));
+    const V tokens = {1, 2, 3, 4};
+    pool.scan(std::span<const Token>(tokens).first(3));  // 1 2 3
+    CHECK(pool.values(V{1}) == Values{{2, 3}});
+    pool.update(tokens);  // 4 arrives
+    CHECK(pool.values(V{1}) == Values{{2, 3, 4}});
+    CHECK(pool.values(V{2}) == Values{{3, 4}});
+    CHECK(pool.values(V{1, 2}) == Values{{3, 4}});
+  }
+
+  TEST_CASE("the new token becomes the value of the new keys") {
+    NGramPool pool(config(2, 3));
+    const V tokens = {1, 2, 3, 4};
+    pool.scan(std::span<const Token>(tokens).first(3));
+    CHECK(pool.values(V{3}) == Values{});
+    pool.update(tokens);
+    CHECK(pool.values(V{3}) == Values{{4}});
+    CHECK(pool.values(V{2, 3}) == Values{{4}});
+  }
+
+  TEST_CASE("values stop growing at v tokens") {
+    NGramPool pool(config(1, 2));
+    const V tokens = {1, 2, 3, 4, 5};
+    for (std::size_t end = 1; end <= tokens.size(); ++end) {
+      pool.update(std::span<const Token>(tokens).first(end));
+    }
+    CHECK(pool.values(V{1}) == Values{{2, 3}});
+    CHECK(pool.values(V{3}) == Values{{4, 5}});
+    CHECK(pool.values(V{4}) == Values{{5}});
+  }
+
+  TEST_CASE("each new token costs exactly k times v pair updates however long the context is") {
+    // k = 3, v = 5: once the context holds k + v - 1 = 7 tokens before the new one, every update
+    // inserts 15 pairs: per key length, 4 values that grow and 1 new key.
+    NGramPool pool(config(3, 5));
+    const V tokens = random_stream(11, 6000, 50);
+    std::vector<std::int64_t> cost;
+    for (std::size_t end = 1; end <= tokens.size(); ++end) {
+      const auto before = pool.stats().pair_updates;
+      pool.update(std::span<const Token>(tokens).first(end));
+      cost.push_back(pool.stats().pair_updates - before);
+      REQUIRE(cost.back() <= 15);  // stop at the first token that costs more than k * v
+    }
+    INFO("see the chapter, 'The per-token update': only pairs whose value ends at the new token");
+    // The first tokens: sum over n <= position of min(v, position - n + 1).
+    CHECK(std::vector<std::int64_t>(cost.begin(), cost.begin() + 8) ==
+          std::vector<std::int64_t>{0, 1, 3, 6, 9, 12, 14, 15});
+    CHECK(cost[100] == 15);
+    CHECK(cost[1000] == 15);
+    CHECK(cost[5999] == 15);
+    std::int64_t most = 0;
+    for (auto c : cost) most = std::max(most, c);
+    CHECK(most == 15);
+  }
+
+  TEST_CASE("token-by-token updates hold the same values as one scan") {
+    for (bool keep_all : {true, false}) {
+      for (std::uint64_t seed = 0; seed < 6; ++seed) {
+        const V tokens = random_stream(seed, 300, 4 + static_cast<int>(seed));
+        NGramPool scanned(config(3, 4, keep_all));
+        scanned.scan(tokens);
+        NGramPool incremental(config(3, 4, keep_all));
+        incremental.scan(std::span<const Token>(tokens).first(20));
+        for (std::size_t end = 21; end <= tokens.size(); ++end) {
+          incremental.update(std::span<const Token>(tokens).first(end));
+        }
+        INFO("keep_all=", keep_all, " seed=", seed);
+        CHECK(contents(incremental) == contents(scanned));
+      }
+    }
+  }
+
+  TEST_CASE("update rejects an empty token list") {
+    NGramPool pool(config(2, 3));
+    CHECK_THROWS_AS(pool.update(V{}), std::invalid_argument);
+    pool.update(V{4});  // one token: nothing precedes it, so no pair
+    CHECK(pool.num_keys() == 0);
+  }
+}

@@ -1,0 +1,145 @@
+// Lab 05 -- extend and the longest earlier match, checked against a brute-force oracle.
+// Chapter: book/lab05_suffix_automaton.md
+#include <doctest/doctest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "oracle.h"
+#include "suffix_automaton.h"
+
+using namespace speclab;
+using namespace speclab::lab05_testing;
+
+namespace {
+
+// Feeds `s` token by token and compares longest_match() with the oracle after every token.
+// Returns the number of prefixes checked; fails on the first mismatch with the prefix printed.
+int check_every_prefix(const V& s, const std::string& what) {
+  SuffixAutomaton sa;
+  V prefix;
+  for (Token t : s) {
+    sa.extend(t);
+    prefix.push_back(t);
+    const SuffixMatch want = brute_longest_match(prefix);
+    const SuffixMatch got = sa.longest_match();
+    if (!(got == want)) {
+      std::string shown;
+      for (std::size_t i = prefix.size() > 24 ? prefix.size() - 24 : 0; i < prefix.size(); ++i) {
+        shown += std::to_string(prefix[i]) + " ";
+      }
+      INFO(what, ": after ", prefix.size(), " tokens (last ones: ", shown, ")");
+      INFO("oracle: length ", want.length, " ending at ", want.end, "; automaton: length ",
+           got.length, " ending at ", got.end);
+      CHECK(got == want);
+      return 0;
+    }
+  }
+  return static_cast<int>(s.size());
+}
+
+}  // namespace
+
+TEST_SUITE("lab05 / Extending by one token") {
+  TEST_CASE("the automaton accepts exactly the substrings of the stream") {
+    for (std::uint64_t seed = 0; seed < 4; ++seed) {
+      const V s = random_stream(seed, 40, 3);
+      SuffixAutomaton sa;
+      for (Token t : s) sa.extend(t);
+      CHECK(sa.size() == s.size());
+      // Every substring is accepted...
+      for (std::size_t i = 0; i < s.size(); ++i) {
+        for (std::size_t j = i + 1; j <= s.size(); ++j) {
+          REQUIRE(sa.contains(std::span<const Token>(s).subspan(i, j - i)));
+        }
+      }
+      // ...and every 4-token string over the alphabet that is not a substring is rejected.
+      for (int code = 0; code < 81; ++code) {
+        const V w = {code % 3, code / 3 % 3, code / 9 % 3, code / 27 % 3};
+        const bool occurs = std::search(s.begin(), s.end(), w.begin(), w.end()) != s.end();
+        INFO("seed=", seed, " word=", w[0], w[1], w[2], w[3]);
+        CHECK(sa.contains(w) == occurs);
+      }
+    }
+  }
+
+  TEST_CASE("at most 2n - 1 states and 3n - 4 transitions for n tokens") {
+    for (const V& s : {random_stream(1, 2000, 2), random_stream(2, 2000, 30),
+                       periodic_stream(3, 2000, 7), mixed_stream(4, 2000)}) {
+      SuffixAutomaton sa;
+      for (Token t : s) sa.extend(t);
+      const auto n = static_cast<int>(s.size());
+      INFO("the automaton is linear in the stream: each token adds at most two states");
+      CHECK(sa.num_states() <= 2 * n);  // 2n - 1 plus the root
+      CHECK(sa.num_transitions() <= static_cast<std::size_t>(3 * n - 4));
+    }
+  }
+
+  TEST_CASE("a stream that needs a clone: 1 2 2 splits the state of '2'") {
+    // After 1 2, the state of "1 2" also stands for "2". The third token 2 makes "2" occur at a
+    // second place, so "2" must be split off into a clone whose first occurrence ends at 1.
+    SuffixAutomaton sa;
+    for (Token t : {1, 2, 2}) sa.extend(t);
+    INFO("see the chapter, 'Extending by one token': the clone keeps the original's first end");
+    CHECK(sa.longest_match() == SuffixMatch{1, 1});
+    CHECK(sa.num_states() == 5);
+    CHECK(sa.contains(V{2, 2}));
+    CHECK_FALSE(sa.contains(V{2, 1}));
+  }
+
+  TEST_CASE("extend rejects a negative token id") {
+    SuffixAutomaton sa;
+    CHECK_THROWS_AS(sa.extend(-1), std::invalid_argument);
+    sa.extend(0);
+    CHECK(sa.size() == 1);
+  }
+}
+
+TEST_SUITE("lab05 / The longest earlier match") {
+  TEST_CASE("an empty stream or a stream without repeats has no match") {
+    SuffixAutomaton sa;
+    CHECK(sa.longest_match() == SuffixMatch{});
+    for (Token t : {4, 5, 6, 7}) sa.extend(t);
+    INFO("the suffix's own occurrence never counts: 4 5 6 7 repeats nothing");
+    CHECK(sa.longest_match() == SuffixMatch{});
+  }
+
+  TEST_CASE("the match ends before the last token (the suffix's own end never counts)") {
+    SuffixAutomaton sa;
+    sa.extend(5);
+    sa.extend(5);
+    CHECK(sa.longest_match() == SuffixMatch{1, 0});
+    sa.extend(5);
+    CHECK(sa.longest_match() == SuffixMatch{2, 1});  // "5 5" first ended at index 1
+  }
+
+  TEST_CASE("matches the brute-force oracle on random streams") {
+    int checked = 0;
+    for (int alphabet : {2, 3, 8}) {
+      for (std::uint64_t seed = 0; seed < 4; ++seed) {
+        checked += check_every_prefix(random_stream(seed, 300, alphabet),
+                                      "random alphabet " + std::to_string(alphabet));
+      }
+    }
+    CHECK(checked == 3 * 4 * 300);
+  }
+
+  TEST_CASE("matches the brute-force oracle on periodic streams") {
+    int checked = 0;
+    for (int period = 1; period <= 7; ++period) {
+      checked +=
+          check_every_prefix(periodic_stream(static_cast<std::uint64_t>(period), 200, period),
+                             "period " + std::to_string(period));
+    }
+    CHECK(checked == 7 * 200);
+  }
+
+  TEST_CASE("matches the brute-force oracle on streams with repetition at mixed lengths") {
+    int checked = 0;
+    for (std::uint64_t seed = 0; seed < 6; ++seed) {
+      checked += check_every_prefix(mixed_stream(seed, 400), "mixed seed " + std::to_string(seed));
+    }
+    CHECK(checked == 6 * 400);
+  }
+}

@@ -1,0 +1,113 @@
+// Lab 05 -- the suffix automaton as an enhancer of another drafter.
+// Chapter: book/lab05_suffix_automaton.md, "The automaton as an enhancer".
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "mini_engine/spec/loop.h"
+#include "mini_engine/targets/toy_target.h"
+#include "oracle.h"
+#include "prompt_lookup.h"
+#include "suffix_automaton.h"
+
+using namespace speclab;
+using namespace speclab::lab05_testing;
+
+namespace {
+
+// Always proposes 99 98 97 (cut to k) and counts how often it was asked.
+class FixedDrafter final : public Drafter {
+ public:
+  std::string name() const override { return "fixed"; }
+  std::vector<Token> propose(std::span<const Token> /*context*/, int k) override {
+    ++calls;
+    V d = {99, 98, 97};
+    d.resize(std::min<std::size_t>(d.size(), static_cast<std::size_t>(k)));
+    return d;
+  }
+  int calls = 0;
+};
+
+SuffixAutomaton build(const V& s) {
+  SuffixAutomaton sa;
+  for (Token t : s) sa.extend(t);
+  return sa;
+}
+
+}  // namespace
+
+TEST_SUITE("lab05 / The automaton as an enhancer") {
+  TEST_CASE("a match of exactly threshold tokens switches to the automaton's draft") {
+    const V ctx = {1, 2, 3, 4, 8, 1, 2, 3};  // longest earlier match: "1 2 3", length 3
+    const SuffixAutomaton sa = build(ctx);
+    REQUIRE(sa.longest_match().length == 3);
+    FixedDrafter inner;
+    INFO("see the chapter: the rule is match length >= threshold");
+    CHECK(enhanced_propose(sa, inner, ctx, 3, 3) == V{4, 8, 1});
+    CHECK(inner.calls == 0);
+    CHECK(enhanced_propose(sa, inner, ctx, 3, 2) == V{4, 8, 1});
+    CHECK(inner.calls == 0);
+  }
+
+  TEST_CASE("a match shorter than the threshold keeps the inner drafter's draft") {
+    const V ctx = {1, 2, 3, 4, 8, 1, 2, 3};
+    const SuffixAutomaton sa = build(ctx);
+    FixedDrafter inner;
+    CHECK(enhanced_propose(sa, inner, ctx, 3, 4) == V{99, 98, 97});
+    CHECK(enhanced_propose(sa, inner, ctx, 2, 4) == V{99, 98});
+    CHECK(inner.calls == 2);
+    const SuffixAutomaton none = build(V{1, 2, 3});  // no match at all
+    CHECK(enhanced_propose(none, inner, V{1, 2, 3}, 3, 1) == V{99, 98, 97});
+  }
+
+  TEST_CASE("the switch follows the match length token by token") {
+    // Stream: the pattern 5 6 7 8 once, then again. As the second copy grows, the match grows
+    // 1, 2, 3, 4: with threshold 3 the inner drafter drafts for the first two and the automaton
+    // from the third on.
+    const V s = {9, 5, 6, 7, 8, 0, 5, 6, 7, 8};
+    FixedDrafter inner;
+    SuffixAutomaton sa;
+    std::vector<bool> automaton_won;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      sa.extend(s[i]);
+      const int before = inner.calls;
+      enhanced_propose(sa, inner, std::span<const Token>(s).first(i + 1), 2, 3);
+      automaton_won.push_back(inner.calls == before);
+    }
+    CHECK(automaton_won ==
+          std::vector<bool>{false, false, false, false, false, false, false, false, true, true});
+  }
+
+  TEST_CASE("a bad threshold or k is rejected with std::invalid_argument") {
+    const SuffixAutomaton sa = build(V{1, 1});
+    FixedDrafter inner;
+    CHECK_THROWS_AS(enhanced_propose(sa, inner, V{1, 1}, 3, 0), std::invalid_argument);
+    CHECK_THROWS_AS(enhanced_propose(sa, inner, V{1, 1}, 0, 2), std::invalid_argument);
+  }
+
+  TEST_CASE("the enhanced prompt-lookup drafter is lossless on the toy target") {
+    for (ToyRegime regime : {ToyRegime::periodic, ToyRegime::markov}) {
+      for (std::uint64_t seed = 0; seed < 4; ++seed) {
+        ToyTargetConfig cfg;
+        cfg.regime = regime;
+        cfg.seed = seed;
+        cfg.vocab_size = 64;
+        cfg.period = 10;
+        cfg.noise = 0.1;
+        ToyTarget target(cfg);
+        const V prompt = target.make_prompt(12);
+        DecodeConfig dc;
+        dc.max_new_tokens = 150;
+        dc.k = 5;
+        const auto base = run_baseline(target, prompt, dc);
+        auto inner = std::make_shared<PromptLookupDrafter>(2);
+        SuffixEnhancerDrafter enhanced(inner, 4);
+        const auto spec = run_speculative(target, enhanced, greedy_verify_rule(), prompt, dc);
+        INFO("regime=", to_string(regime), " seed=", seed);
+        REQUIRE(spec.tokens == base.tokens);
+      }
+    }
+  }
+}

@@ -1,0 +1,190 @@
+// The CPU kernels against their plain references: activation quantization, and the scalar and
+// SIMD quantized matrix products against dequantize-and-sum-in-double.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "mini_engine/sampling/rng.h"
+#include "mini_engine/targets/cpu_kernels.h"
+#include "tiny_llama.h"
+
+using namespace speclab;
+using namespace speclab::cpu;
+using speclab::testing::random_matrix_bytes;
+
+namespace {
+
+std::vector<float> random_floats(int n, std::uint64_t seed, float scale) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    v[static_cast<size_t>(i)] =
+        (2.0f * static_cast<float>(uniform01(seed, 3, static_cast<std::uint64_t>(i))) - 1.0f) * scale;
+  }
+  return v;
+}
+
+struct Mismatch {
+  int count = 0;
+  std::string first;  // the first few, "t=.. r=..: got .. want .. (tol ..)"
+};
+
+// |got - want| <= atol + rtol * magnitude, where magnitude = sum |w_c x_c| of that entry: the
+// size of the terms that were summed, which is what float rounding scales with.
+Mismatch compare(const std::vector<float>& got, const std::vector<float>& want,
+                 const std::vector<float>& magnitude, int rows, int ldy, double rtol, double atol) {
+  Mismatch m;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double tol = atol + rtol * magnitude[i];
+    if (!(std::fabs(static_cast<double>(got[i]) - want[i]) <= tol)) {
+      if (++m.count <= 5) {
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "  t=%d r=%d: got %.7g want %.7g (tol %.3g)\n",
+                      static_cast<int>(i) / ldy, static_cast<int>(i) % ldy, got[i], want[i], tol);
+        m.first += buf;
+      }
+    }
+  }
+  (void)rows;
+  return m;
+}
+
+// sum_c |W[r][c] * x[t][c]| for every (t, r), from the dequantized values.
+std::vector<float> magnitudes(const QuantMatrix& w, const QuantizedActs& x) {
+  std::vector<float> out(static_cast<size_t>(x.rows()) * w.rows);
+  std::vector<float> wr(static_cast<size_t>(w.cols));
+  for (int r = 0; r < w.rows; ++r) {
+    dequantize_matrix_row(w, r, wr.data());
+    for (int t = 0; t < x.rows(); ++t) {
+      double s = 0;
+      for (int c = 0; c < w.cols; ++c) s += std::fabs(wr[c] * x.q(t)[c] * x.d(t)[c / 32]);
+      out[static_cast<size_t>(t) * w.rows + r] = static_cast<float>(s);
+    }
+  }
+  return out;
+}
+
+QuantMatrix make_matrix(std::uint32_t type, int rows, int cols, const std::vector<std::uint8_t>& b) {
+  QuantMatrix m;
+  m.type = static_cast<GgmlType>(type);
+  m.data = b.data();
+  m.rows = rows;
+  m.cols = cols;
+  m.row_bytes = ggml_row_bytes(m.type, cols);
+  return m;
+}
+
+const char* type_name(std::uint32_t t) { return t == 2 ? "Q4_0" : t == 3 ? "Q4_1" : "Q8_0"; }
+
+}  // namespace
+
+TEST_SUITE("engine_forward / quantized matrix products") {
+  TEST_CASE("activation quantization: codes within 127 and error at most half a step") {
+    const std::vector<float> x = random_floats(3 * 96, 5, 4.0f);
+    std::vector<float> xx = x;
+    for (int i = 64; i < 96; ++i) xx[static_cast<size_t>(i)] = 0.0f;  // an all-zero block
+    QuantizedActs q;
+    q.quantize(xx.data(), 3, 96, 96);
+    REQUIRE(q.rows() == 3);
+    REQUIRE(q.blocks() == 3);
+    CHECK(q.d(0)[2] == 0.0f);
+    CHECK(q.s(0)[2] == 0.0f);
+    int worst = 0;
+    for (int r = 0; r < 3; ++r) {
+      CHECK(reinterpret_cast<std::uintptr_t>(q.q(r)) % 32 == 0);
+      for (int b = 0; b < 3; ++b) {
+        int sum = 0;
+        for (int i = 0; i < 32; ++i) {
+          const int c = q.q(r)[b * 32 + i];
+          worst = std::max(worst, std::abs(c));
+          sum += c;
+          const float back = static_cast<float>(c) * q.d(r)[b];
+          CHECK(std::fabs(back - xx[static_cast<size_t>(r * 96 + b * 32 + i)]) <=
+                0.5f * q.d(r)[b] * 1.0001f + 1e-7f);
+        }
+        CHECK(q.s(r)[b] == doctest::Approx(q.d(r)[b] * static_cast<float>(sum)));
+      }
+    }
+    CHECK(worst == 127);  // the largest |x| of a block maps to +-127
+  }
+
+  TEST_CASE("scalar and simd kernels match the reference for Q4_0 Q4_1 and Q8_0") {
+    INFO("simd kernel: ", simd_kernel_name());
+    int checked = 0;
+    for (std::uint32_t type : {2u, 3u, 8u}) {
+      for (int cols : {32, 96, 576}) {
+        for (int rows : {1, 17, 40}) {
+          for (int tokens : {1, 3, 8, 9, 20}) {
+            const auto bytes = random_matrix_bytes(type, rows, cols, 100 + cols + rows, 1.0f);
+            const QuantMatrix w = make_matrix(type, rows, cols, bytes);
+            const std::vector<float> xf = random_floats(tokens * cols, 7 + tokens, 3.0f);
+            QuantizedActs x;
+            x.quantize(xf.data(), tokens, cols, cols);
+            const size_t n = static_cast<size_t>(tokens) * rows;
+            std::vector<float> ref(n), scal(n), simd(n);
+            matmul(MatmulKernel::reference, w, x, ref.data(), rows, 0, rows);
+            matmul(MatmulKernel::scalar, w, x, scal.data(), rows, 0, rows);
+            matmul(MatmulKernel::simd, w, x, simd.data(), rows, 0, rows);
+            const std::vector<float> mag = magnitudes(w, x);
+            // float sums of cols / 32 block terms: a few ulps of the magnitude per block.
+            const double rtol = 2e-6 * (cols / 32 + 4), atol = 1e-6;
+            const Mismatch ms = compare(scal, ref, mag, rows, rows, rtol, atol);
+            const Mismatch mv = compare(simd, ref, mag, rows, rows, rtol, atol);
+            INFO(type_name(type), " rows=", rows, " cols=", cols, " tokens=", tokens);
+            INFO("scalar mismatches: ", ms.count, "\n", ms.first);
+            INFO("simd mismatches: ", mv.count, "\n", mv.first);
+            CHECK(ms.count == 0);
+            CHECK(mv.count == 0);
+            ++checked;
+          }
+        }
+      }
+    }
+    CHECK(checked == 3 * 3 * 3 * 5);
+  }
+
+  TEST_CASE("a row range writes exactly those output rows") {
+    const int rows = 50, cols = 64, tokens = 4;
+    const auto bytes = random_matrix_bytes(3, rows, cols, 3, 1.0f);
+    const QuantMatrix w = make_matrix(3, rows, cols, bytes);
+    const std::vector<float> xf = random_floats(tokens * cols, 4, 1.0f);
+    QuantizedActs x;
+    x.quantize(xf.data(), tokens, cols, cols);
+    for (MatmulKernel k : {MatmulKernel::reference, MatmulKernel::scalar, MatmulKernel::simd}) {
+      std::vector<float> y(static_cast<size_t>(tokens) * rows, -777.0f);
+      matmul(k, w, x, y.data(), rows, 13, 29);
+      int written = 0, stray = 0;
+      for (int t = 0; t < tokens; ++t) {
+        for (int r = 0; r < rows; ++r) {
+          const bool inside = r >= 13 && r < 29;
+          const bool changed = y[static_cast<size_t>(t) * rows + r] != -777.0f;
+          written += inside && changed;
+          stray += !inside && changed;
+        }
+      }
+      CHECK(written == tokens * 16);
+      CHECK(stray == 0);
+    }
+  }
+
+  TEST_CASE("mismatched shapes and unsupported types are rejected with the shapes named") {
+    const auto bytes = random_matrix_bytes(3, 8, 64, 3, 1.0f);
+    QuantMatrix w = make_matrix(3, 8, 64, bytes);
+    const std::vector<float> xf = random_floats(2 * 32, 4, 1.0f);
+    QuantizedActs x;
+    x.quantize(xf.data(), 2, 32, 32);
+    std::vector<float> y(64);
+    CHECK_THROWS_WITH_AS(matmul(MatmulKernel::simd, w, x, y.data(), 8, 0, 8),
+                         doctest::Contains("activations 2 x 32"), std::invalid_argument);
+    QuantizedActs x64;
+    const std::vector<float> xf64 = random_floats(2 * 64, 4, 1.0f);
+    x64.quantize(xf64.data(), 2, 64, 64);
+    CHECK_THROWS_AS(matmul(MatmulKernel::simd, w, x64, y.data(), 8, 0, 9), std::invalid_argument);
+    w.type = GgmlType::F16;
+    CHECK_THROWS_WITH_AS(matmul(MatmulKernel::scalar, w, x64, y.data(), 8, 0, 8),
+                         doctest::Contains("F16"), std::invalid_argument);
+    CHECK_THROWS_AS(x.quantize(xf.data(), 1, 33, 33), std::invalid_argument);
+  }
+}

@@ -1,0 +1,485 @@
+// CpuLlama: the loader's errors, the forward pass against a plain reference on tiny random
+// models, the KV cache and rollback, and on the real SmolLM2 file: agreement with llama.cpp
+// (fixture from tools/oracle/make_logit_fixtures.py) and lossless speculative decoding.
+// Chapter: book/engine_forward.md.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "llama_reference.h"
+#include "mini_engine/spec/loop.h"
+#include "mini_engine/targets/cpu_llama.h"
+#include "model_path.h"
+#include "prompt_lookup.h"
+#include "test_util.h"
+#include "tiny_llama.h"
+
+using namespace speclab;
+using speclab::testing::TinyLlamaSpec;
+
+namespace {
+
+// A tiny model together with the bytes it points into.
+struct Tiny {
+  std::vector<std::uint8_t> bytes;
+  std::unique_ptr<CpuLlama> target;
+};
+
+Tiny make_tiny(const TinyLlamaSpec& spec, CpuLlamaOptions opts = {}) {
+  Tiny t;
+  t.bytes = testing::build_tiny_llama(spec);
+  t.target = std::make_unique<CpuLlama>(GgufFile::parse(t.bytes, "tiny.gguf"), opts);
+  return t;
+}
+
+std::string load_error(const TinyLlamaSpec& spec) {
+  const auto bytes = testing::build_tiny_llama(spec);
+  try {
+    CpuLlama model(GgufFile::parse(bytes, "tiny.gguf"));
+  } catch (const ModelError& e) {
+    return e.what();
+  }
+  return "(no ModelError thrown)";
+}
+
+std::vector<Token> ids(int n, int vocab, std::uint64_t seed) {
+  std::vector<Token> v;
+  for (int i = 0; i < n; ++i) {
+    v.push_back(static_cast<Token>(uniform01(seed, 11, static_cast<std::uint64_t>(i)) * vocab));
+  }
+  return v;
+}
+
+// Largest |a - b| over all entries; rows and vocab must match.
+double max_abs_diff(const Logits& a, const Logits& b) {
+  REQUIRE(a.rows() == b.rows());
+  REQUIRE(a.vocab() == b.vocab());
+  double m = 0;
+  for (size_t i = 0; i < static_cast<size_t>(a.rows()) * a.vocab(); ++i) {
+    m = std::max(m, static_cast<double>(std::fabs(a.data()[i] - b.data()[i])));
+  }
+  return m;
+}
+
+// Logits of `seq` fed one token at a time.
+Logits stepwise(Target& t, std::span<const Token> seq) {
+  Logits out(static_cast<int>(seq.size()), t.vocab_size());
+  for (size_t i = 0; i < seq.size(); ++i) {
+    const Logits l = t.extend(seq.subspan(i, 1));
+    std::copy(l.row(0).begin(), l.row(0).end(), out.row(static_cast<int>(i)).begin());
+  }
+  return out;
+}
+
+CpuLlama& real_model() {
+  static std::unique_ptr<CpuLlama> model;
+  if (!model) {
+    const auto path = testing::find_smollm2();
+    if (!path) {
+      testing::skip("the SmolLM2 model file is not in the cache: run tools/fetch_model (or set "
+                    "SPECLAB_MODEL)");
+    }
+    // One thread: ctest runs two test processes at once on a 2-core machine, and OpenMP's
+    // spinning barriers crawl when threads outnumber cores. The thread split itself is tested on
+    // the tiny models (1 and 3 threads against the reference).
+    CpuLlamaOptions o;
+    o.threads = 1;
+    model = CpuLlama::open(*path, o);
+  }
+  model->truncate(0);
+  return *model;
+}
+
+struct FixtureSeq {
+  std::string name;
+  std::vector<Token> tokens;
+  std::vector<std::vector<Token>> top_ids;     // per position, llama.cpp's top-k ids, best first
+  std::vector<std::vector<float>> top_logits;  // their logits
+};
+struct Fixture {
+  nlohmann::json generator;
+  std::vector<FixtureSeq> seqs;
+  std::vector<std::vector<Token>> spec_prompts;
+};
+
+const Fixture& fixture() {
+  static Fixture f;
+  static bool loaded = false;
+  if (!loaded) {
+    const std::string path = std::string(SPECLAB_FIXTURES_DIR) + "/smollm2_llamacpp_logits.json";
+    std::ifstream in(path);
+    REQUIRE_MESSAGE(in.good(), "missing fixture ", path,
+                    " (regenerate it with tools/oracle/make_logit_fixtures.py)");
+    const nlohmann::json j = nlohmann::json::parse(in);
+    f.generator = j.at("generator");
+    for (const auto& s : j.at("sequences")) {
+      FixtureSeq fs;
+      fs.name = s.at("name").get<std::string>();
+      fs.tokens = s.at("tokens").get<std::vector<Token>>();
+      fs.top_ids = s.at("top_ids").get<std::vector<std::vector<Token>>>();
+      fs.top_logits = s.at("top_logits").get<std::vector<std::vector<float>>>();
+      f.seqs.push_back(std::move(fs));
+    }
+    for (const auto& p : j.at("spec_prompts")) {
+      f.spec_prompts.push_back(p.at("tokens").get<std::vector<Token>>());
+    }
+    loaded = true;
+  }
+  return f;
+}
+
+}  // namespace
+
+TEST_SUITE("engine_forward / loading a Llama GGUF") {
+  TEST_CASE("the real file's hyperparameters come from its llama keys") {
+    CpuLlama& m = real_model();
+    const LlamaHParams& hp = m.hparams();
+    CHECK(hp.n_layer == 30);
+    CHECK(hp.n_embd == 576);
+    CHECK(hp.n_head == 9);
+    CHECK(hp.n_head_kv == 3);
+    CHECK(hp.head_dim == 64);
+    CHECK(hp.n_ff == 1536);
+    CHECK(hp.n_vocab == 49152);
+    CHECK(hp.n_ctx_train == 8192);
+    CHECK(hp.rms_eps == doctest::Approx(1e-5));
+    CHECK(hp.rope_base == doctest::Approx(100000.0));
+    CHECK(m.max_length() == 8192);
+    CHECK(m.weights().tied_output);  // no output.weight: the logits reuse token_embd (Q8_0)
+    CHECK(m.weights().output.data == m.weights().token_embd.data);
+    CHECK(m.weights().output.type == GgmlType::Q8_0);
+  }
+
+  TEST_CASE("an architecture other than llama is rejected by name") {
+    TinyLlamaSpec s;
+    s.arch = "gpt2";
+    CHECK(load_error(s).find("general.architecture is 'gpt2'") != std::string::npos);
+  }
+
+  TEST_CASE("a missing hyperparameter key is named") {
+    for (const char* key : {"llama.attention.head_count_kv", "llama.block_count",
+                            "llama.rope.freq_base", "llama.attention.layer_norm_rms_epsilon"}) {
+      TinyLlamaSpec s;
+      s.omit.insert(key);
+      const std::string err = load_error(s);
+      INFO(err);
+      CHECK(err.find(std::string("'") + key + "' is missing") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("a missing tensor is named") {
+    TinyLlamaSpec s;
+    s.omit.insert("blk.1.ffn_up.weight");
+    CHECK(load_error(s).find("tensor 'blk.1.ffn_up.weight' is missing") != std::string::npos);
+    TinyLlamaSpec s2;
+    s2.omit.insert("output_norm.weight");
+    CHECK(load_error(s2).find("'output_norm.weight' is missing") != std::string::npos);
+  }
+
+  TEST_CASE("a tensor of the wrong shape is named with both shapes") {
+    TinyLlamaSpec s;
+    s.shape_override["blk.0.attn_k.weight"] = {64, 64};  // 4 KV heads' worth instead of 2
+    const std::string err = load_error(s);
+    INFO(err);
+    CHECK(err.find("'blk.0.attn_k.weight' has shape [64, 64], expected [64, 32]") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("a head count that does not divide the embedding is rejected") {
+    TinyLlamaSpec s;
+    s.n_head = 5;  // 64 / 5 is not an integer
+    s.n_head_kv = 5;
+    // (F32 so that the file itself still parses: its rows of 5 * 12 = 60 are no 32-block.)
+    s.type_override["blk.0.attn_output.weight"] = 0;
+    s.type_override["blk.1.attn_output.weight"] = 0;
+    CHECK(load_error(s).find("head_count = 5 does not divide llama.embedding_length = 64") !=
+          std::string::npos);
+    TinyLlamaSpec s2;
+    s2.n_head_kv = 3;  // 4 query heads cannot share 3 KV heads evenly
+    CHECK(load_error(s2).find("head_count_kv = 3 does not divide") != std::string::npos);
+  }
+
+  TEST_CASE("an unsupported matrix type is rejected naming the type") {
+    TinyLlamaSpec s;
+    s.type_override["blk.0.attn_q.weight"] = 0;  // F32
+    CHECK(load_error(s).find("'blk.0.attn_q.weight' has type F32") != std::string::npos);
+  }
+
+  TEST_CASE("without output.weight the output is tied to token_embd and with it it is not") {
+    TinyLlamaSpec s;
+    Tiny tied = make_tiny(s);
+    CHECK(tied.target->weights().tied_output);
+    CHECK(tied.target->weights().output.data == tied.target->weights().token_embd.data);
+    s.tied = false;
+    Tiny untied = make_tiny(s);
+    CHECK_FALSE(untied.target->weights().tied_output);
+    CHECK(untied.target->weights().output.data != untied.target->weights().token_embd.data);
+  }
+}
+
+TEST_SUITE("engine_forward / the forward pass") {
+  TEST_CASE("tiny models match a plain full-recompute reference for every kernel and type") {
+    for (std::uint32_t type : {2u, 3u, 8u}) {
+      for (cpu::MatmulKernel kernel :
+           {cpu::MatmulKernel::reference, cpu::MatmulKernel::scalar, cpu::MatmulKernel::simd}) {
+        for (int threads : {1, 3}) {
+          TinyLlamaSpec s;
+          s.matrix_type = type;
+          s.tied = type != 8;
+          s.seed = type;
+          CpuLlamaOptions o;
+          o.threads = threads;
+          o.kernel = kernel;
+          Tiny t = make_tiny(s, o);
+          const std::vector<Token> seq = ids(21, s.n_vocab, type);
+          const Logits want = testing::reference_llama_logits(t.target->weights(), seq);
+          // Two calls (a prefill, then a verify-sized pass) so the cache is exercised too.
+          const Logits a = t.target->extend(std::span(seq).first(15));
+          const Logits b = t.target->extend(std::span(seq).subspan(15));
+          double worst = 0;
+          for (int r = 0; r < 21; ++r) {
+            const auto got = r < 15 ? a.row(r) : b.row(r - 15);
+            for (int c = 0; c < s.n_vocab; ++c) {
+              worst = std::max(worst, static_cast<double>(std::fabs(got[c] - want.row(r)[c])));
+            }
+          }
+          INFO("type ", type, " kernel ", static_cast<int>(kernel), " threads ", threads);
+          // The same math summed in another order: float rounding only (logits here are O(1)).
+          // The tiny model's attention is kept soft (small Wq, Wk) so that a rounding
+          // difference cannot flip a near-one-hot softmax and be amplified.
+          CHECK(worst < 1e-4);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("a token id outside the vocabulary is rejected and the sequence is unchanged") {
+    Tiny t = make_tiny(TinyLlamaSpec{});
+    t.target->extend(std::vector<Token>{1, 2, 3});
+    const std::vector<Token> bad = {4, 96, 5};
+    CHECK_THROWS_WITH_AS(t.target->extend(bad), doctest::Contains("token id 96 at index 1"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(t.target->extend(std::vector<Token>{-1}), std::invalid_argument);
+    CHECK(t.target->length() == 3);
+  }
+}
+
+TEST_SUITE("engine_forward / the KV cache and rollback") {
+  TEST_CASE("tiny model: a prefill gives the same logits as one token at a time") {
+    Tiny t = make_tiny(TinyLlamaSpec{});
+    const std::vector<Token> seq = ids(40, 96, 3);
+    const Logits all = t.target->extend(seq);
+    t.target->truncate(0);
+    const Logits one = stepwise(*t.target, seq);
+    CHECK(max_abs_diff(all, one) <= 1e-5);
+  }
+
+  TEST_CASE("tiny model: a prefill longer than one chunk equals the same tokens in pieces") {
+    TinyLlamaSpec s;
+    s.n_ctx = 1200;
+    Tiny t = make_tiny(s);
+    const std::vector<Token> seq = ids(1100, 96, 4);  // > 512: runs as three chunks
+    const Logits all = t.target->extend(seq);
+    t.target->truncate(0);
+    Logits pieces(1100, 96);
+    for (int at = 0; at < 1100; at += 300) {
+      const int m = std::min(300, 1100 - at);
+      const Logits l = t.target->extend(std::span(seq).subspan(static_cast<size_t>(at), static_cast<size_t>(m)));
+      std::copy(l.data(), l.data() + static_cast<size_t>(m) * 96, pieces.row(at).data());
+    }
+    CHECK(max_abs_diff(all, pieces) <= 1e-5);
+  }
+
+  TEST_CASE("tiny model: truncate then re-extend reproduces the logits") {
+    Tiny t = make_tiny(TinyLlamaSpec{});
+    const std::vector<Token> seq = ids(30, 96, 5);
+    t.target->extend(std::span(seq).first(20));
+    const Logits first = t.target->extend(std::span(seq).subspan(20));
+    t.target->truncate(20);
+    t.target->extend(std::vector<Token>{7, 8, 9, 10, 11, 12});  // rejected drafts
+    t.target->truncate(20);
+    CHECK(t.target->length() == 20);
+    const Logits again = t.target->extend(std::span(seq).subspan(20));
+    CHECK(max_abs_diff(first, again) == 0.0);
+    CHECK(std::vector<Token>(t.target->tokens().begin(), t.target->tokens().end()) == seq);
+  }
+
+  TEST_CASE("context overflow throws ContextOverflow naming the limit and changes nothing") {
+    TinyLlamaSpec s;
+    s.n_ctx = 64;
+    Tiny t = make_tiny(s);
+    t.target->extend(ids(60, 96, 6));
+    CHECK_THROWS_WITH_AS(t.target->extend(ids(5, 96, 7)), doctest::Contains("maximum context of 64"),
+                         ContextOverflow);
+    CHECK(t.target->length() == 60);
+    t.target->extend(ids(4, 96, 7));  // exactly full is fine
+    CHECK(t.target->length() == 64);
+    CpuLlamaOptions o;
+    o.max_context = 10;  // a smaller configured maximum wins
+    Tiny small = make_tiny(s, o);
+    CHECK(small.target->max_length() == 10);
+    CHECK_THROWS_AS(small.target->extend(ids(11, 96, 8)), ContextOverflow);
+  }
+
+  TEST_CASE("truncate outside 0..length throws out_of_range") {
+    Tiny t = make_tiny(TinyLlamaSpec{});
+    t.target->extend(ids(5, 96, 9));
+    CHECK_THROWS_AS(t.target->truncate(6), std::out_of_range);
+    CHECK_THROWS_AS(t.target->truncate(-1), std::out_of_range);
+    t.target->truncate(0);
+    CHECK(t.target->length() == 0);
+  }
+
+  TEST_CASE("SmolLM2: a prefill gives the same logits as one token at a time") {
+    CpuLlama& m = real_model();
+    const std::vector<Token>& seq = fixture().seqs.at(0).tokens;
+    const std::span<const Token> part = std::span(seq).first(std::min<size_t>(seq.size(), 48));
+    const Logits all = m.extend(part);
+    m.truncate(0);
+    const Logits one = stepwise(m, part);
+    const double d = max_abs_diff(all, one);
+    MESSAGE("max |prefill - stepwise| = ", d);
+    CHECK(d <= 1e-4);
+  }
+
+  TEST_CASE("SmolLM2: truncate then re-extend reproduces the logits") {
+    CpuLlama& m = real_model();
+    const std::vector<Token>& seq = fixture().seqs.at(1).tokens;
+    m.extend(std::span(seq).first(40));
+    const Logits first = m.extend(std::span(seq).subspan(40, 6));
+    m.truncate(40);
+    m.extend(std::span(seq).subspan(0, 6));  // six wrong drafts
+    m.truncate(40);
+    const Logits again = m.extend(std::span(seq).subspan(40, 6));
+    CHECK(max_abs_diff(first, again) == 0.0);
+  }
+}
+
+TEST_SUITE("engine_forward / checking against llama.cpp") {
+  // The fixture holds llama.cpp's top-20 logits at every position of several teacher-forced
+  // sequences (tools/oracle/make_logit_fixtures.py: llama-cpp-python, the same GGUF).
+  //
+  // Why not exact: both engines quantize every activation vector to 8 bits (blocks of 32) before
+  // each Q4_1 / Q8_0 product, and the rounding of one code depends on the last bits of the value
+  // being rounded. Any difference in summation order (ours vs ggml's kernels, fp32 vs llama.cpp's
+  // fp16 K/V cache) flips a few codes in the first layers, and 30 layers spread that into a
+  // noise of about 0.2 per logit (logits are ~10..30 here). We measured the floor directly: our
+  // own engine with unquantized fp32 activations differs from our 8-bit engine by the same mean
+  // |diff| (~0.21) as either differs from llama.cpp, and agrees on top-1 equally often (~97.5%).
+  // So the checks are:
+  //  - top-1: >= 99% where llama.cpp's margin between its top two logits is >= kMargin (there
+  //    the noise cannot reorder them; > 500 such positions), and >= 97% everywhere;
+  //  - logits: after removing each position's common shift (softmax ignores it), the mean
+  //    |diff| over all top-20 logits stays at the noise floor and no logit is off by more than
+  //    kLogitTol. A real bug (wrong RoPE pairing, GQA group, norm) moves logits by whole units
+  //    and collapses top-1 agreement.
+  constexpr float kMargin = 0.5f;
+  constexpr double kLogitTol = 1.5;  // measured max 0.94
+  constexpr double kMeanTol = 0.2;   // measured mean 0.11
+
+  TEST_CASE("top-1 agrees with llama.cpp wherever its top two logits are apart") {
+    CpuLlama& m = real_model();
+    const Fixture& f = fixture();
+    int positions = 0, agree = 0, clear = 0, clear_agree = 0;
+    std::string firsts;
+    for (const FixtureSeq& s : f.seqs) {
+      m.truncate(0);
+      const Logits l = m.extend(s.tokens);
+      for (int p = 0; p < l.rows(); ++p) {
+        const bool is_clear = s.top_logits[p][0] - s.top_logits[p][1] >= kMargin;
+        const bool same = argmax(l.row(p)) == s.top_ids[p][0];
+        ++positions;
+        agree += same;
+        clear += is_clear;
+        clear_agree += is_clear && same;
+        if (!same && firsts.size() < 800) {
+          const Token ours = argmax(l.row(p));
+          char buf[200];
+          std::snprintf(buf, sizeof buf,
+                        "  %s pos %d: ours %d (%.3f), llama.cpp %d (%.3f, margin %.3f)\n",
+                        s.name.c_str(), p, ours, l.row(p)[ours], s.top_ids[p][0],
+                        s.top_logits[p][0], s.top_logits[p][0] - s.top_logits[p][1]);
+          firsts += buf;
+        }
+      }
+    }
+    MESSAGE("top-1 agreement: ", clear_agree, " / ", clear, " positions with margin >= ", kMargin,
+            ", ", agree, " / ", positions, " overall\n", firsts);
+    CHECK(clear >= 500);
+    CHECK(clear_agree >= 0.99 * clear);
+    CHECK(agree >= 0.97 * positions);
+  }
+
+  TEST_CASE("logits agree with llama.cpp within the 8-bit noise floor") {
+    CpuLlama& m = real_model();
+    const Fixture& f = fixture();
+    double worst = 0, sum = 0;
+    long long n = 0;
+    std::string firsts;
+    for (const FixtureSeq& s : f.seqs) {
+      m.truncate(0);
+      const Logits l = m.extend(s.tokens);
+      for (int p = 0; p < l.rows(); ++p) {
+        const size_t k = s.top_ids[p].size();
+        double shift = 0;  // the mean of (ours - theirs) over the compared ids
+        for (size_t j = 0; j < k; ++j) shift += l.row(p)[s.top_ids[p][j]] - s.top_logits[p][j];
+        shift /= static_cast<double>(k);
+        for (size_t j = 0; j < k; ++j) {
+          const double d = std::fabs(l.row(p)[s.top_ids[p][j]] - s.top_logits[p][j] - shift);
+          worst = std::max(worst, d);
+          sum += d;
+          ++n;
+          if (d > kLogitTol && firsts.size() < 800) {
+            char buf[200];
+            std::snprintf(buf, sizeof buf, "  %s pos %d id %d: ours %.4f llama.cpp %.4f (shift %.3f)\n",
+                          s.name.c_str(), p, s.top_ids[p][j], l.row(p)[s.top_ids[p][j]],
+                          s.top_logits[p][j], shift);
+            firsts += buf;
+          }
+        }
+      }
+    }
+    MESSAGE("compared ", n, " logits (shift removed): max |diff| ", worst, ", mean |diff| ",
+            sum / static_cast<double>(n));
+    INFO(firsts);
+    CHECK(n >= 500 * 20);
+    CHECK(worst <= kLogitTol);
+    CHECK(sum / static_cast<double>(n) <= kMeanTol);
+  }
+}
+
+TEST_SUITE("engine_forward / speculative decoding on SmolLM2") {
+  void check_identity(int k) {
+    CpuLlama& m = real_model();
+    const Fixture& f = fixture();
+    REQUIRE(f.spec_prompts.size() >= 5);
+    long long runs = 0, emitted = 0;
+    for (size_t i = 0; i < f.spec_prompts.size(); ++i) {
+      DecodeConfig dc;
+      dc.max_new_tokens = 40;
+      dc.k = k;
+      m.truncate(0);
+      const GenerationResult base = run_baseline(m, f.spec_prompts[i], dc);
+      m.truncate(0);
+      PromptLookupDrafter drafter(2);
+      const GenerationResult spec =
+          run_speculative(m, drafter, greedy_verify_rule(), f.spec_prompts[i], dc);
+      INFO("prompt ", i, " k=", k);
+      CHECK(spec.tokens == base.tokens);
+      runs += spec.stats.target_runs;
+      emitted += static_cast<long long>(spec.tokens.size());
+    }
+    MESSAGE("k=", k, ": ", emitted, " tokens in ", runs, " verify passes");
+    CHECK(runs < emitted);  // the prompts are copy-heavy: some drafts must have been accepted
+  }
+
+  TEST_CASE("greedy prompt lookup equals plain greedy decoding with k 1") { check_identity(1); }
+  TEST_CASE("greedy prompt lookup equals plain greedy decoding with k 3") { check_identity(3); }
+  TEST_CASE("greedy prompt lookup equals plain greedy decoding with k 5") { check_identity(5); }
+}
