@@ -24,7 +24,7 @@
 namespace speclab {
 
 struct ChatMessage {
-  std::string role;     // "system", "user" or "assistant" (any text is rendered as given)
+  std::string role;  // "system", "user" or "assistant" (any text is rendered as given)
   std::string content;
 };
 

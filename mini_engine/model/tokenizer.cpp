@@ -57,16 +57,19 @@ Kind kind_of(char32_t cp) {
     return Kind::Space;
   }
   switch (unicode::classify(cp)) {
-    case unicode::CodepointClass::Letter: return Kind::Letter;
-    case unicode::CodepointClass::Number: return Kind::Number;
-    default: return Kind::Other;
+    case unicode::CodepointClass::Letter:
+      return Kind::Letter;
+    case unicode::CodepointClass::Number:
+      return Kind::Number;
+    default:
+      return Kind::Other;
   }
 }
 
 // Calls emit(begin, end) for each GPT-2 piece of kinds/cps[begin, end).
 template <typename Emit>
-void split_gpt2(const std::vector<char32_t>& cps, const std::vector<Kind>& kinds,
-                std::size_t begin, std::size_t end, Emit&& emit) {
+void split_gpt2(const std::vector<char32_t>& cps, const std::vector<Kind>& kinds, std::size_t begin,
+                std::size_t end, Emit&& emit) {
   auto cp_at = [&](std::size_t i) { return i < end ? cps[i] : char32_t{0xFFFFFFFF}; };
   std::size_t pos = begin;
   while (pos < end) {
@@ -161,7 +164,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
   const KeyReader keys(gguf);
   const std::string& model = keys.require("tokenizer.ggml.model", GgufType::STRING).string;
   if (model != "gpt2") {
-    keys.fail("tokenizer.ggml.model", "= '" + model + "': only 'gpt2' (byte-level BPE) is supported");
+    keys.fail("tokenizer.ggml.model",
+              "= '" + model + "': only 'gpt2' (byte-level BPE) is supported");
   }
   const std::string& pre = keys.require("tokenizer.ggml.pre", GgufType::STRING).string;
   if (pre != "smollm") {
@@ -173,7 +177,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
   const auto& merges =
       keys.require("tokenizer.ggml.merges", GgufType::ARRAY, GgufType::STRING).strings;
   if (texts.empty()) keys.fail("tokenizer.ggml.tokens", "is empty");
-  if (texts.size() > static_cast<std::size_t>(INT32_MAX)) keys.fail("tokenizer.ggml.tokens", "is too long");
+  if (texts.size() > static_cast<std::size_t>(INT32_MAX))
+    keys.fail("tokenizer.ggml.tokens", "is too long");
   const std::size_t n = texts.size();
 
   Tokenizer t;
@@ -184,9 +189,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
       keys.fail("tokenizer.ggml.token_type", "has the wrong type (expected an int32 array)");
     }
     if (types->integers.size() != n) {
-      keys.fail("tokenizer.ggml.token_type",
-                "has " + std::to_string(types->integers.size()) + " entries for " +
-                    std::to_string(n) + " tokens");
+      keys.fail("tokenizer.ggml.token_type", "has " + std::to_string(types->integers.size()) +
+                                                 " entries for " + std::to_string(n) + " tokens");
     }
     for (std::size_t i = 0; i < n; ++i) {
       const std::int64_t k = types->integers[i];
@@ -207,9 +211,9 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
     } else if (t.kinds_[i] == TokenKind::Normal) {
       for (char32_t cp : unicode::decode_lenient(texts[i])) {
         if (cp >= abc.byte_of.size() || abc.byte_of[cp] < 0) {
-          keys.fail("tokenizer.ggml.tokens",
-                    "entry " + std::to_string(i) + " contains " + hex_codepoint(cp) +
-                        ", which is not a byte-level symbol");
+          keys.fail("tokenizer.ggml.tokens", "entry " + std::to_string(i) + " contains " +
+                                                 hex_codepoint(cp) +
+                                                 ", which is not a byte-level symbol");
         }
         t.pieces_[i].push_back(static_cast<char>(abc.byte_of[cp]));
       }
@@ -243,7 +247,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
     const std::string left = m.substr(0, space), right = m.substr(space + 1);
     const auto l = t.ids_by_text_.find(left), r = t.ids_by_text_.find(right),
                res = t.ids_by_text_.find(left + right);
-    if (l == t.ids_by_text_.end() || r == t.ids_by_text_.end()) bad("has a part that is not a token");
+    if (l == t.ids_by_text_.end() || r == t.ids_by_text_.end())
+      bad("has a part that is not a token");
     if (res == t.ids_by_text_.end()) bad("merges into a string that is not a token");
     t.merges_.try_emplace(merge_key(l->second, r->second),
                           Merge{static_cast<std::int32_t>(i), res->second});
@@ -256,9 +261,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
       t.specials_.push_back(static_cast<Token>(i));
     }
   }
-  std::stable_sort(t.specials_.begin(), t.specials_.end(), [&](Token a, Token b) {
-    return t.texts_[a].size() > t.texts_[b].size();
-  });
+  std::stable_sort(t.specials_.begin(), t.specials_.end(),
+                   [&](Token a, Token b) { return t.texts_[a].size() > t.texts_[b].size(); });
 
   t.bos_ = keys.token_id("tokenizer.ggml.bos_token_id", n);
   t.eos_ = keys.token_id("tokenizer.ggml.eos_token_id", n);
@@ -380,7 +384,8 @@ void Tokenizer::encode_word(std::string_view bytes, std::vector<Token>& out) con
   auto consider = [&](int l, int r) {
     if (l < 0 || r < 0 || sym[l].id < 0 || sym[r].id < 0) return;
     const auto it = merges_.find(merge_key(sym[l].id, sym[r].id));
-    if (it != merges_.end()) heap.push({it->second.rank, l, r, sym[l].id, sym[r].id, it->second.result});
+    if (it != merges_.end())
+      heap.push({it->second.rank, l, r, sym[l].id, sym[r].id, it->second.result});
   };
   for (int i = 0; i + 1 < n; ++i) consider(i, i + 1);
   while (!heap.empty()) {
@@ -429,7 +434,8 @@ std::string Tokenizer::decode(std::span<const Token> ids, bool render_special) c
     if (ids[i] < 0 || ids[i] >= vocab_size()) {
       throw std::out_of_range("Tokenizer::decode: token id " + std::to_string(ids[i]) +
                               " at position " + std::to_string(i) +
-                              " is outside the vocabulary [0, " + std::to_string(vocab_size()) + ")");
+                              " is outside the vocabulary [0, " + std::to_string(vocab_size()) +
+                              ")");
     }
     out += piece(ids[i], render_special);
   }

@@ -43,7 +43,7 @@ class TokenizerError : public std::runtime_error {
 // How the GGUF types a token (tokenizer.ggml.token_type), with llama.cpp's numbering.
 enum class TokenKind : std::uint8_t {
   Undefined = 0,
-  Normal = 1,       // ordinary BPE token: its text is byte-level encoded bytes
+  Normal = 1,  // ordinary BPE token: its text is byte-level encoded bytes
   Unknown = 2,
   Control = 3,      // <|im_start|>, <|im_end|>, <|endoftext|>, ...
   UserDefined = 4,  // added tokens that are always matched as text
@@ -111,14 +111,14 @@ class Tokenizer {
     Token result;
   };
 
-  std::vector<std::string> texts_;    // (vocab) stored token texts
-  std::vector<std::string> pieces_;   // (vocab) bytes each token stands for; specials: ""
-  std::vector<TokenKind> kinds_;      // (vocab)
+  std::vector<std::string> texts_;   // (vocab) stored token texts
+  std::vector<std::string> pieces_;  // (vocab) bytes each token stands for; specials: ""
+  std::vector<TokenKind> kinds_;     // (vocab)
   std::unordered_map<std::string, Token> ids_by_text_;
-  std::unordered_map<std::uint64_t, Merge> merges_;  // key: (left id << 32) | right id
-  std::array<Token, 256> byte_tokens_{};             // token of each byte's symbol, or -1
+  std::unordered_map<std::uint64_t, Merge> merges_;    // key: (left id << 32) | right id
+  std::array<Token, 256> byte_tokens_{};               // token of each byte's symbol, or -1
   std::array<std::vector<Token>, 256> byte_fallback_;  // what a byte with no token becomes
-  std::vector<Token> specials_;       // matched before BPE: longest text first, then lower id
+  std::vector<Token> specials_;  // matched before BPE: longest text first, then lower id
   std::vector<Token> stop_tokens_;
   std::optional<Token> bos_, eos_;
   bool add_bos_ = false;

@@ -40,11 +40,16 @@ int strict_length(unsigned char lead) {
 }
 bool strict_second_ok(unsigned char lead, unsigned char b) {
   switch (lead) {
-    case 0xE0: return b >= 0xA0 && b <= 0xBF;
-    case 0xED: return b >= 0x80 && b <= 0x9F;
-    case 0xF0: return b >= 0x90 && b <= 0xBF;
-    case 0xF4: return b >= 0x80 && b <= 0x8F;
-    default: return is_continuation(b);
+    case 0xE0:
+      return b >= 0xA0 && b <= 0xBF;
+    case 0xED:
+      return b >= 0x80 && b <= 0x9F;
+    case 0xF0:
+      return b >= 0x90 && b <= 0xBF;
+    case 0xF4:
+      return b >= 0x80 && b <= 0x8F;
+    default:
+      return is_continuation(b);
   }
 }
 // True when bytes[0..n) is a valid start (complete or not) of one strict UTF-8 sequence.
@@ -62,8 +67,9 @@ bool strict_prefix_ok(const unsigned char* s, std::size_t n) {
 CodepointClass classify(char32_t cp) {
   if (cp < 128) return kAscii.klass[cp];
   if (cp > kMaxCodepoint) return kOther;
-  const auto* it = std::upper_bound(std::begin(kCodepointRanges), std::end(kCodepointRanges), cp,
-                                    [](char32_t c, const CodepointRange& r) { return c < r.first; });
+  const auto* it =
+      std::upper_bound(std::begin(kCodepointRanges), std::end(kCodepointRanges), cp,
+                       [](char32_t c, const CodepointRange& r) { return c < r.first; });
   return std::prev(it)->klass;
 }
 
@@ -80,7 +86,12 @@ std::vector<char32_t> decode_lenient(std::string_view bytes) {
   while (i < n) {
     const unsigned char b = s[i];
     // The sequence length the lead byte announces, by its high bits; 0 when it is no lead byte.
-    const std::size_t len = b < 0x80 ? 1 : b < 0xC0 ? 0 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : b < 0xF8 ? 4 : 0;
+    const std::size_t len = b < 0x80   ? 1
+                            : b < 0xC0 ? 0
+                            : b < 0xE0 ? 2
+                            : b < 0xF0 ? 3
+                            : b < 0xF8 ? 4
+                                       : 0;
     bool ok = len > 0 && i + len <= n;
     for (std::size_t k = 1; ok && k < len; ++k) ok = is_continuation(s[i + k]);
     if (!ok) {

@@ -16,7 +16,7 @@ namespace speclab::unicode {
 enum class CodepointClass : std::uint8_t { Other, Letter, Number };
 
 struct CodepointRange {
-  char32_t first;        // the class holds from here up to the next range's first
+  char32_t first;  // the class holds from here up to the next range's first
   CodepointClass klass;
 };
 

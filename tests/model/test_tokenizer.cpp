@@ -64,8 +64,7 @@ const Tokenizer& smollm2() {
   static const Tokenizer t = [] {
     const auto path = speclab::testing::find_smollm2();
     if (!path) {
-      speclab::testing::skip(
-          "SmolLM2 GGUF not found: set SPECLAB_MODEL or run tools/fetch_model");
+      speclab::testing::skip("SmolLM2 GGUF not found: set SPECLAB_MODEL or run tools/fetch_model");
     }
     return Tokenizer::from_gguf(GgufFile::open(*path));
   }();
@@ -74,8 +73,8 @@ const Tokenizer& smollm2() {
 
 // A tiny byte-level vocabulary: the stand-ins for 'a' 'b' 'c' ' ' (Ġ) '1' and a few merges.
 struct ToyVocab {
-  std::vector<std::string> tokens{"<|end|>", "a", "b", "c", "Ġ", "1", "ab", "bc", "aa", "Ġa",
-                                  "abc", "<|user|>"};
+  std::vector<std::string> tokens{"<|end|>", "a",  "b",  "c",  "Ġ",   "1",
+                                  "ab",      "bc", "aa", "Ġa", "abc", "<|user|>"};
   std::vector<std::int32_t> types{3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4};
   std::vector<std::string> merges{"b c", "a b", "a a", "Ġ a", "a bc"};
   bool with_model = true, with_pre = true, with_tokens = true, with_merges = true;
@@ -114,8 +113,9 @@ TEST_SUITE("tokenizer / loading the vocabulary") {
   TEST_CASE("a GGUF without tokenizer keys is rejected naming the missing key") {
     ToyVocab v;
     v.with_model = false;
-    CHECK(load_error(v) == "<memory>: tokenizer key 'tokenizer.ggml.model' is missing: this file "
-                           "carries no usable tokenizer");
+    CHECK(load_error(v) ==
+          "<memory>: tokenizer key 'tokenizer.ggml.model' is missing: this file "
+          "carries no usable tokenizer");
     v = ToyVocab{};
     v.with_tokens = false;
     CHECK_MESSAGE(load_error(v).find("'tokenizer.ggml.tokens' is missing") != std::string::npos,
@@ -214,8 +214,8 @@ TEST_SUITE("tokenizer / pre-tokenizer") {
     using V = std::vector<char32_t>;
     CHECK(unicode::decode_lenient("a\x80z") == V{U'a', 0xFFFD, U'z'});
     CHECK(unicode::decode_lenient("\xE2\x82") == V{0xFFFD, 0xFFFD});
-    CHECK(unicode::decode_lenient("\xC0\x80") == V{0});            // overlong accepted
-    CHECK(unicode::decode_lenient("\xED\xA0\x80") == V{0xD800});   // surrogate accepted
+    CHECK(unicode::decode_lenient("\xC0\x80") == V{0});           // overlong accepted
+    CHECK(unicode::decode_lenient("\xED\xA0\x80") == V{0xD800});  // surrogate accepted
     CHECK(unicode::decode_lenient("\xF5\x80\x80\x80") == V{0x140000});
     CHECK(unicode::decode_lenient("\xF8\x80") == V{0xFFFD, 0xFFFD});
   }
@@ -353,7 +353,8 @@ TEST_SUITE("tokenizer / decoding") {
       if (text.find_first_of(std::string("\x04\x06\x13\x14\x16\x1d", 6)) != std::string::npos) {
         continue;
       }
-      if (text.find("\xF1") != std::string::npos || text.find("\xF2") != std::string::npos) continue;
+      if (text.find("\xF1") != std::string::npos || text.find("\xF2") != std::string::npos)
+        continue;
       CHECK_MESSAGE(t.decode(t.encode(text), true) == text, c["name"].get<std::string>());
       ++checked;
     }
@@ -392,7 +393,7 @@ TEST_SUITE("tokenizer / decoding") {
   }
 
   TEST_CASE("bytes that can never be valid UTF-8 are passed on at once") {
-    CHECK(unicode::complete_prefix_length("ab\xF0\x9F") == 2);      // half an emoji: wait
+    CHECK(unicode::complete_prefix_length("ab\xF0\x9F") == 2);  // half an emoji: wait
     CHECK(unicode::complete_prefix_length("ab\xE2\x82") == 2);
     CHECK(unicode::complete_prefix_length("ab\xE2\x82\xAC") == 5);  // complete: go
     CHECK(unicode::complete_prefix_length("ab\x80") == 3);          // stray continuation
@@ -466,7 +467,8 @@ TEST_SUITE("tokenizer / chat template") {
       const bool agp = c["add_generation_prompt"];
       CHECK_MESSAGE(tmpl.render(messages, agp) == c["prompt"].get<std::string>(),
                     c["name"].get<std::string>());
-      CHECK_MESSAGE(render_chat(t, messages, agp) == ids_of(c["ids"]), c["name"].get<std::string>());
+      CHECK_MESSAGE(render_chat(t, messages, agp) == ids_of(c["ids"]),
+                    c["name"].get<std::string>());
     }
   }
 
@@ -482,9 +484,9 @@ TEST_SUITE("tokenizer / chat template") {
   }
 
   TEST_CASE("a template that is not ChatML is refused naming the key") {
-    CHECK_THROWS_WITH_AS(
-        ChatTemplate::from_source("{% for m in messages %}[INST] {{ m.content }} [/INST]{% endfor %}"),
-        doctest::Contains("tokenizer.chat_template"), TokenizerError);
+    CHECK_THROWS_WITH_AS(ChatTemplate::from_source(
+                             "{% for m in messages %}[INST] {{ m.content }} [/INST]{% endfor %}"),
+                         doctest::Contains("tokenizer.chat_template"), TokenizerError);
     const Tokenizer t = ToyVocab{}.load();  // has no tokenizer.chat_template
     CHECK_THROWS_WITH_AS(render_chat(t, {{"user", "hi"}}, true),
                          doctest::Contains("tokenizer.chat_template"), TokenizerError);
