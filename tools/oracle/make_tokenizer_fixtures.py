@@ -9,8 +9,8 @@ run only reads the JSON: llama-cpp-python is an optional dev dependency (see
 tools/requirements-oracle.txt), needed only to regenerate the fixture.
 
 What is recorded:
-  encode   ~90 byte strings (ASCII, accents, CJK, emoji, code, digits, white-space runs, special
-           tokens, invalid UTF-8, bytes without a token): ids with special parsing on and off
+  encode   about 100 byte strings (ASCII, accents, CJK, emoji, code, digits, white-space runs,
+           special tokens, invalid UTF-8, bytes without a token): ids with special parsing on/off
            (Llama.tokenize(bytes, add_bos=False, special=True/False)), and llama_detokenize of
            the ids with and without special-token text.
   decode   hand-picked id lists (an emoji split over tokens, every special token, the last ids)
