@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mini_engine/model/gguf.h"
+#include "mini_engine/model/llama_weights.h"
 #include "mini_engine/targets/cuda/cuda_llama.h"
 #include "mini_engine/targets/cuda/gemm_layout.h"
 #include "mini_engine/targets/cuda/kernel_math.h"
@@ -221,8 +222,9 @@ class CudaLlama final : public Target {
   void truncate(int new_len) override;
 
  private:
-  DeviceBuffer<__half> upload_matrix(const GgufFile& f, const std::string& name, int rows, int cols);
-  DeviceBuffer<float> upload_vector(const GgufFile& f, const std::string& name, int n);
+  // Dequantizes a weight matrix to fp16 on the device; keeps its (rows, cols) row-major layout.
+  DeviceBuffer<__half> upload_matrix(const QuantMatrix& m);
+  DeviceBuffer<float> upload_vector(const float* host, int n);
   // y (tokens x out, fp32) = x (tokens x in, fp16) * w (out x in, fp16)^T
   void gemm(const __half* x, const __half* w, float* y, int tokens, int in, int out);
 
@@ -250,71 +252,54 @@ CudaLlama::CudaLlama(const std::string& path, const CudaLlamaOptions& options)
   if (!why.empty()) throw std::runtime_error("--device cuda: " + why);
   CUDA_CHECK(cudaSetDevice(options.device));
   const GgufFile f = GgufFile::open(path);
-  const std::string arch = f.get_string("general.architecture");
-  if (arch != "llama") {
-    throw GgufError(path + ": architecture '" + arch + "' is not supported (need llama)");
-  }
-  dim_ = static_cast<int>(f.get_int("llama.embedding_length"));
-  n_layers_ = static_cast<int>(f.get_int("llama.block_count"));
-  n_heads_ = static_cast<int>(f.get_int("llama.attention.head_count"));
-  n_kv_ = static_cast<int>(f.get_int_or("llama.attention.head_count_kv", n_heads_));
-  ffn_ = static_cast<int>(f.get_int("llama.feed_forward_length"));
-  eps_ = static_cast<float>(f.get_real("llama.attention.layer_norm_rms_epsilon"));
-  freq_base_ = static_cast<float>(f.get_real_or("llama.rope.freq_base", 10000.0));
-  if (n_heads_ <= 0 || n_kv_ <= 0 || dim_ % n_heads_ != 0 || n_heads_ % n_kv_ != 0) {
-    throw GgufError(path + ": head counts " + std::to_string(n_heads_) + "/" +
-                    std::to_string(n_kv_) + " do not divide embedding length " +
-                    std::to_string(dim_));
-  }
-  head_dim_ = dim_ / n_heads_;
-  rot_dim_ = static_cast<int>(f.get_int_or("llama.rope.dimension_count", head_dim_));
-  const GgufTensor& emb = f.require_tensor("token_embd.weight");
-  vocab_ = static_cast<int>(emb.rows());
-  const int ctx = static_cast<int>(f.get_int("llama.context_length"));
-  max_len_ = options.max_length > 0 ? std::min(options.max_length, ctx) : ctx;
-
-  CUBLAS_CHECK(cublasCreate(&cublas_));
-  embed_ = upload_matrix(f, "token_embd.weight", vocab_, dim_);
-  if (f.tensor("output.weight")) output_ = upload_matrix(f, "output.weight", vocab_, dim_);
-  out_norm_ = upload_vector(f, "output_norm.weight", dim_);
-  const int kv_dim = n_kv_ * head_dim_;
-  for (int l = 0; l < n_layers_; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    Layer L;
-    L.attn_norm = upload_vector(f, p + "attn_norm.weight", dim_);
-    L.ffn_norm = upload_vector(f, p + "ffn_norm.weight", dim_);
-    L.wq = upload_matrix(f, p + "attn_q.weight", dim_, dim_);
-    L.wk = upload_matrix(f, p + "attn_k.weight", kv_dim, dim_);
-    L.wv = upload_matrix(f, p + "attn_v.weight", kv_dim, dim_);
-    L.wo = upload_matrix(f, p + "attn_output.weight", dim_, dim_);
-    L.w_gate = upload_matrix(f, p + "ffn_gate.weight", ffn_, dim_);
-    L.w_up = upload_matrix(f, p + "ffn_up.weight", ffn_, dim_);
-    L.w_down = upload_matrix(f, p + "ffn_down.weight", dim_, ffn_);
-    layers_.push_back(std::move(L));
-  }
-  const size_t cache = static_cast<size_t>(n_layers_) * n_kv_ * max_len_ * head_dim_;
-  k_cache_ = DeviceBuffer<float>(cache);
-  v_cache_ = DeviceBuffer<float>(cache);
+  const LlamaWeights w = load_llama_weights(f);  // the same checks and views as CpuLlama
+  const LlamaHParams& hp = w.hp;
+  dim_ = hp.n_embd;
+  n_layers_ = hp.n_layer;
+  n_heads_ = hp.n_head;
+  n_kv_ = hp.n_head_kv;
+  head_dim_ = hp.head_dim;
+  ffn_ = hp.n_ff;
+  vocab_ = hp.n_vocab;
+  eps_ = hp.rms_eps;
+  freq_base_ = hp.rope_base;
+  rot_dim_ = hp.head_dim;
+  max_len_ = options.max_length > 0 ? std::min(options.max_length, hp.n_ctx_train) : hp.n_ctx_train;
   if (static_cast<size_t>(max_len_) * sizeof(float) > 48 * 1024 - kThreads * sizeof(float)) {
     throw std::runtime_error("CudaLlama: max_length " + std::to_string(max_len_) +
                              " needs more shared memory for attention scores than 48 KiB; "
                              "pass a smaller max_length");
   }
+
+  CUBLAS_CHECK(cublasCreate(&cublas_));
+  embed_ = upload_matrix(w.token_embd);
+  if (!w.tied_output) output_ = upload_matrix(w.output);
+  out_norm_ = upload_vector(w.output_norm, dim_);
+  for (const LlamaLayer& src : w.layers) {
+    Layer L;
+    L.attn_norm = upload_vector(src.attn_norm, dim_);
+    L.ffn_norm = upload_vector(src.ffn_norm, dim_);
+    L.wq = upload_matrix(src.wq);
+    L.wk = upload_matrix(src.wk);
+    L.wv = upload_matrix(src.wv);
+    L.wo = upload_matrix(src.wo);
+    L.w_gate = upload_matrix(src.w_gate);
+    L.w_up = upload_matrix(src.w_up);
+    L.w_down = upload_matrix(src.w_down);
+    layers_.push_back(std::move(L));
+  }
+  const size_t cache = static_cast<size_t>(n_layers_) * n_kv_ * max_len_ * head_dim_;
+  k_cache_ = DeviceBuffer<float>(cache);
+  v_cache_ = DeviceBuffer<float>(cache);
 }
 
-DeviceBuffer<__half> CudaLlama::upload_matrix(const GgufFile& f, const std::string& name, int rows,
-                                              int cols) {
-  const GgufTensor& t = f.require_tensor(name);
-  if (t.row_length() != cols || t.rows() != rows) {
-    throw GgufError(f.path() + ": tensor '" + name + "' has shape [" +
-                    std::to_string(t.row_length()) + " x " + std::to_string(t.rows()) +
-                    "], expected [" + std::to_string(cols) + " x " + std::to_string(rows) + "]");
-  }
-  const std::int64_t n = t.n_elements;
+DeviceBuffer<__half> CudaLlama::upload_matrix(const QuantMatrix& m) {
+  const std::int64_t n = static_cast<std::int64_t>(m.rows) * m.cols;
+  const std::uint64_t bytes = m.row_bytes * static_cast<std::uint64_t>(m.rows);
   DeviceBuffer<__half> out(static_cast<size_t>(n));
-  DeviceBuffer<std::uint8_t> raw(t.n_bytes);
-  CUDA_CHECK(cudaMemcpy(raw.get(), t.data, t.n_bytes, cudaMemcpyHostToDevice));
-  switch (t.type) {
+  DeviceBuffer<std::uint8_t> raw(bytes);
+  CUDA_CHECK(cudaMemcpy(raw.get(), m.data, bytes, cudaMemcpyHostToDevice));
+  switch (m.type) {
     case GgmlType::Q4_0:
       dequant_blocks_kernel<BlockQ4_0, dequant_q4_0><<<blocks_for(n), kThreads>>>(
           reinterpret_cast<const BlockQ4_0*>(raw.get()), out.get(), n);
@@ -332,11 +317,11 @@ DeviceBuffer<__half> CudaLlama::upload_matrix(const GgufFile& f, const std::stri
                                                        out.get(), n);
       break;
     case GgmlType::F16:
-      CUDA_CHECK(cudaMemcpy(out.get(), raw.get(), t.n_bytes, cudaMemcpyDeviceToDevice));
+      CUDA_CHECK(cudaMemcpy(out.get(), raw.get(), bytes, cudaMemcpyDeviceToDevice));
       break;
     case GgmlType::BF16: {
       std::vector<float> host(static_cast<size_t>(n));
-      dequantize_row(t.type, t.data, host.data(), n);
+      dequantize_row(m.type, m.data, host.data(), n);
       DeviceBuffer<float> tmp(host.size());
       CUDA_CHECK(cudaMemcpy(tmp.get(), host.data(), host.size() * sizeof(float),
                             cudaMemcpyHostToDevice));
@@ -350,16 +335,9 @@ DeviceBuffer<__half> CudaLlama::upload_matrix(const GgufFile& f, const std::stri
   return out;
 }
 
-DeviceBuffer<float> CudaLlama::upload_vector(const GgufFile& f, const std::string& name, int n) {
-  const GgufTensor& t = f.require_tensor(name);
-  if (t.n_elements != n) {
-    throw GgufError(f.path() + ": tensor '" + name + "' has " + std::to_string(t.n_elements) +
-                    " elements, expected " + std::to_string(n));
-  }
-  std::vector<float> host(static_cast<size_t>(n));
-  dequantize_row(t.type, t.data, host.data(), n);
-  DeviceBuffer<float> out(host.size());
-  CUDA_CHECK(cudaMemcpy(out.get(), host.data(), host.size() * sizeof(float),
+DeviceBuffer<float> CudaLlama::upload_vector(const float* host, int n) {
+  DeviceBuffer<float> out(static_cast<size_t>(n));
+  CUDA_CHECK(cudaMemcpy(out.get(), host, static_cast<size_t>(n) * sizeof(float),
                         cudaMemcpyHostToDevice));
   return out;
 }

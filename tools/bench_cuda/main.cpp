@@ -1,0 +1,68 @@
+// speclab_bench_cuda: CudaLlama's decode speed and the cost of a verify pass of k + 1 tokens
+// relative to one decode step, k = 1..8, as medians. Needs a CUDA GPU; exits 2 with the reason
+// where there is none. Not a test.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "mini_engine/targets/cuda/cuda_llama.h"
+
+using namespace speclab;
+
+namespace {
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+double seconds(const std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Measures CudaLlama's decode speed and verify-pass cost (medians)."};
+  std::string model;
+  int prompt_len = 128, repeats = 20, kmax = 8;
+  app.add_option("--model", model, "GGUF file")->required();
+  app.add_option("--prompt", prompt_len, "context tokens before measuring")->check(CLI::Range(1, 4096));
+  app.add_option("--repeats", repeats, "repeats per measurement")->check(CLI::Range(1, 10000));
+  app.add_option("--kmax", kmax, "largest k")->check(CLI::Range(1, 64));
+  CLI11_PARSE(app, argc, argv);
+  if (const std::string why = cuda_unavailable_reason(); !why.empty()) {
+    std::fprintf(stderr, "speclab_bench_cuda: %s\n", why.c_str());
+    return 2;
+  }
+  try {
+    auto t = make_cuda_llama(model, {.max_length = prompt_len + kmax + 16});
+    std::vector<Token> prompt(static_cast<size_t>(prompt_len));
+    for (int i = 0; i < prompt_len; ++i) prompt[i] = static_cast<Token>((i * 7919) % 30000 + 100);
+    auto t0 = std::chrono::steady_clock::now();
+    t->extend(prompt);
+    const double prefill = seconds(t0);
+    // cost(n): one extend of n tokens at the end of the prompt, rolled back after each repeat.
+    auto cost = [&](int n) {
+      std::vector<Token> block(static_cast<size_t>(n), 42);
+      std::vector<double> s;
+      for (int r = 0; r < repeats; ++r) {
+        const auto start = std::chrono::steady_clock::now();
+        t->extend(block);
+        s.push_back(seconds(start));
+        t->truncate(prompt_len);
+      }
+      return median(s);
+    };
+    cost(1);  // warm-up
+    const double decode = cost(1);
+    std::printf("CudaLlama on %s\n  prefill %d tokens: %.1f tokens/s\n  decode: %.1f tokens/s "
+                "(%.3f ms per step)\n\n  k  verify(k+1)/decode\n",
+                model.c_str(), prompt_len, prompt_len / prefill, 1.0 / decode, decode * 1e3);
+    for (int k = 1; k <= kmax; ++k) std::printf("%3d  %.2f\n", k, cost(k + 1) / decode);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "speclab_bench_cuda: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
