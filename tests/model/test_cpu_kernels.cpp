@@ -110,8 +110,9 @@ TEST_SUITE("engine_forward / quantized matrix products") {
     CHECK(worst == 127);  // the largest |x| of a block maps to +-127
   }
 
-  TEST_CASE("scalar and simd kernels match the reference for Q4_0 Q4_1 and Q8_0") {
+  TEST_CASE("scalar and simd and packed kernels match the reference for Q4_0 Q4_1 and Q8_0") {
     INFO("simd kernel: ", simd_kernel_name());
+    INFO("packed kernel: ", packed_kernel_name());
     int checked = 0;
     for (std::uint32_t type : {2u, 3u, 8u}) {
       for (int cols : {32, 96, 576}) {
@@ -123,20 +124,27 @@ TEST_SUITE("engine_forward / quantized matrix products") {
             QuantizedActs x;
             x.quantize(xf.data(), tokens, cols, cols);
             const size_t n = static_cast<size_t>(tokens) * rows;
-            std::vector<float> ref(n), scal(n), simd(n);
+            std::vector<float> ref(n), scal(n), simd(n), pack(n), pack_pre(n);
             matmul(MatmulKernel::reference, w, x, ref.data(), rows, 0, rows);
             matmul(MatmulKernel::scalar, w, x, scal.data(), rows, 0, rows);
             matmul(MatmulKernel::simd, w, x, simd.data(), rows, 0, rows);
+            matmul(MatmulKernel::packed, w, x, pack.data(), rows, 0, rows);
+            const PackedMatrix pw(w);  // packed once, as the forward pass does
+            matmul(pw, x, pack_pre.data(), rows, 0, rows);
             const std::vector<float> mag = magnitudes(w, x);
             // float sums of cols / 32 block terms: a few ulps of the magnitude per block.
             const double rtol = 2e-6 * (cols / 32 + 4), atol = 1e-6;
             const Mismatch ms = compare(scal, ref, mag, rows, rows, rtol, atol);
             const Mismatch mv = compare(simd, ref, mag, rows, rows, rtol, atol);
+            const Mismatch mp = compare(pack, ref, mag, rows, rows, rtol, atol);
             INFO(type_name(type), " rows=", rows, " cols=", cols, " tokens=", tokens);
             INFO("scalar mismatches: ", ms.count, "\n", ms.first);
             INFO("simd mismatches: ", mv.count, "\n", mv.first);
+            INFO("packed mismatches: ", mp.count, "\n", mp.first);
             CHECK(ms.count == 0);
             CHECK(mv.count == 0);
+            CHECK(mp.count == 0);
+            CHECK(pack_pre == pack);
             ++checked;
           }
         }
@@ -152,7 +160,8 @@ TEST_SUITE("engine_forward / quantized matrix products") {
     const std::vector<float> xf = random_floats(tokens * cols, 4, 1.0f);
     QuantizedActs x;
     x.quantize(xf.data(), tokens, cols, cols);
-    for (MatmulKernel k : {MatmulKernel::reference, MatmulKernel::scalar, MatmulKernel::simd}) {
+    for (MatmulKernel k : {MatmulKernel::reference, MatmulKernel::scalar, MatmulKernel::simd,
+                          MatmulKernel::packed}) {
       std::vector<float> y(static_cast<size_t>(tokens) * rows, -777.0f);
       matmul(k, w, x, y.data(), rows, 13, 29);
       int written = 0, stray = 0;
@@ -182,7 +191,12 @@ TEST_SUITE("engine_forward / quantized matrix products") {
     const std::vector<float> xf64 = random_floats(2 * 64, 4, 1.0f);
     x64.quantize(xf64.data(), 2, 64, 64);
     CHECK_THROWS_AS(matmul(MatmulKernel::simd, w, x64, y.data(), 8, 0, 9), std::invalid_argument);
+    const PackedMatrix pw(w);
+    CHECK_THROWS_WITH_AS(matmul(pw, x, y.data(), 8, 0, 8), doctest::Contains("activations 2 x 32"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(matmul(pw, x64, y.data(), 8, 0, 9), std::invalid_argument);
     w.type = GgmlType::F16;
+    CHECK_THROWS_WITH_AS(PackedMatrix{w}, doctest::Contains("F16"), std::invalid_argument);
     CHECK_THROWS_WITH_AS(matmul(MatmulKernel::scalar, w, x64, y.data(), 8, 0, 8),
                          doctest::Contains("F16"), std::invalid_argument);
     CHECK_THROWS_AS(x.quantize(xf.data(), 1, 33, 33), std::invalid_argument);
