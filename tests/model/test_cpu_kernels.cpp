@@ -2,6 +2,7 @@
 // SIMD quantized matrix products against dequantize-and-sum-in-double.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -108,6 +109,38 @@ TEST_SUITE("engine_forward / quantized matrix products") {
       }
     }
     CHECK(worst == 127);  // the largest |x| of a block maps to +-127
+  }
+
+  TEST_CASE("activation quantization gives exactly the codes of the plain formula") {
+    // The SIMD quantizer must round like the scalar definition (nearest, ties to even), so the
+    // engine's results do not depend on which one was compiled in. Values at exact half steps
+    // exercise the ties.
+    std::vector<float> x = random_floats(2 * 64, 9, 2.0f);
+    for (int i = 0; i < 32; ++i) x[static_cast<size_t>(i)] = 0.5f * static_cast<float>(i - 16);
+    x[31] = 127.0f;  // so d = 1 and the block's values sit on half steps
+    QuantizedActs q;
+    q.quantize(x.data(), 2, 64, 64);
+    int mismatches = 0;
+    for (int r = 0; r < 2; ++r) {
+      for (int b = 0; b < 2; ++b) {
+        const float* xb = x.data() + r * 64 + b * 32;
+        float amax = 0.0f;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
+        const float d = amax / 127.0f;
+        const float id = d > 0.0f ? 1.0f / d : 0.0f;
+        int sum = 0;
+        for (int i = 0; i < 32; ++i) {
+          const int v = std::clamp(static_cast<int>(std::nearbyint(xb[i] * id)), -127, 127);
+          mismatches += q.q(r)[b * 32 + i] != v;
+          sum += v;
+        }
+        CHECK(q.d(r)[b] == d);
+        CHECK(q.s(r)[b] == d * static_cast<float>(sum));
+      }
+    }
+    CHECK(q.q(0)[1] == -8);  // -7.5 rounds to the even -8
+    CHECK(q.q(0)[3] == -6);  // -6.5 rounds to the even -6
+    CHECK(mismatches == 0);
   }
 
   TEST_CASE("scalar and simd and packed kernels match the reference for Q4_0 Q4_1 and Q8_0") {
