@@ -63,9 +63,9 @@ void QuantizedActs::quantize_rows(const float* x, int ldx, int r0, int r1) {
     for (int b = 0; b < nb; ++b) {
       const float* xb = xr + b * 32;
 #if defined(SPECLAB_SIMD_AVX512)
-      // The scalar loop (#else), 16 lanes at a time, with the same operations in the same order (x * id
-      // rounded to nearest-even, as nearbyint does in the default rounding mode), so the codes
-      // and scales are bit-identical to it.
+      // The scalar loop (#else), 16 lanes at a time, with the same operations in the same order
+      // (x * id rounded to nearest-even, as nearbyint does in the default rounding mode), so the
+      // codes and scales are bit-identical to it.
       const __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
       const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
       const float d = amax / 127.0f;

@@ -247,7 +247,8 @@ void CpuLlama::forward(const Token* tokens, int n, int pos0, float* logits) {
           const Range rr = my_slice(qkv_w, 16);
           const int q1 = q_dim, k1 = q_dim + kv_dim;
           if (rr.begin < q1) {
-            mm(L.wq, P ? &P->wq : nullptr, S.qa_embd, S.qkv.data(), qkv_w, rr.begin, std::min(rr.end, q1));
+            mm(L.wq, P ? &P->wq : nullptr, S.qa_embd, S.qkv.data(), qkv_w, rr.begin,
+               std::min(rr.end, q1));
           }
           if (rr.end > q1 && rr.begin < k1) {
             mm(L.wk, P ? &P->wk : nullptr, S.qa_embd, S.qkv.data() + q1, qkv_w,
