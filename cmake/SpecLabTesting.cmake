@@ -14,6 +14,8 @@ set(SPECLAB_TESTRUN ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/testrun.py
 set(SPECLAB_LABTESTS_DIR ${PROJECT_BINARY_DIR}/labtests)
 set(SPECLAB_CASE_TIMEOUT 30 CACHE STRING "Seconds one test case may run before it fails")
 set(SPECLAB_CASE_MEMORY_MB 2048 CACHE STRING "Address-space limit (MiB) for one test case")
+set(SPECLAB_HIDDEN_TESTS_DIR "" CACHE PATH
+    "Grading builds only (tools/grade): instructor-only lab tests, DIR/labNN/*.cpp")
 if(SPECLAB_ASAN)
   set(SPECLAB_CASE_MEMORY_MB 0)  # AddressSanitizer reserves terabytes of address space
 endif()
@@ -81,6 +83,26 @@ function(speclab_add_doctest target)
     PROPERTIES LABELS "${labels}" TIMEOUT ${ctest_timeout} SKIP_RETURN_CODE 77 ${A_PROPERTIES})
 endfunction()
 
+# Grading builds only: instructor-only cases from ${SPECLAB_HIDDEN_TESTS_DIR}/<lab>/*.cpp, compiled
+# where they live (never copied into the source tree) into <lab>_hidden_solution and
+# <lab>_hidden_starter. tools/grade builds and lists them; ctest never registers them.
+function(_speclab_add_hidden_tests lab api_dir)
+  file(GLOB sources CONFIGURE_DEPENDS ${SPECLAB_HIDDEN_TESTS_DIR}/${lab}/*.cpp)
+  if(NOT sources)
+    return()
+  endif()
+  add_library(${lab}_hidden_cases OBJECT EXCLUDE_FROM_ALL ${sources})
+  target_link_libraries(${lab}_hidden_cases
+    PUBLIC speclab_engine doctest::doctest speclab_warnings ${ARGN})
+  target_include_directories(${lab}_hidden_cases PUBLIC ${api_dir} ${PROJECT_SOURCE_DIR}/tests/support)
+  foreach(impl solution starter)
+    add_executable(${lab}_hidden_${impl} EXCLUDE_FROM_ALL $<TARGET_OBJECTS:${lab}_hidden_cases>)
+    target_link_libraries(${lab}_hidden_${impl}
+      PRIVATE ${lab}_${impl} ${lab}_hidden_cases speclab_doctest_main)
+    set_target_properties(${lab}_hidden_${impl} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${SPECLAB_LABTESTS_DIR})
+  endforeach()
+endfunction()
+
 # speclab_add_lab(labNN DIR <folder> [MUTANTS names...])
 #   labs/<folder>/starter.cpp            the student's file
 #   solutions/<folder>/solution.cpp      the reference
@@ -139,6 +161,12 @@ function(speclab_add_lab lab)
   endforeach()
   # Libraries other parts of the project (CLI, grader) link to get "the lab's implementation".
   set_property(GLOBAL APPEND PROPERTY SPECLAB_LABS ${lab})
+  # tools/grade discovers the declared labs from these files.
+  file(WRITE ${SPECLAB_LABTESTS_DIR}/${lab}.lab
+    "dir=${L_DIR}\ntimeout=${L_TIMEOUT}\nmem_mb=${SPECLAB_CASE_MEMORY_MB}\n")
+  if(SPECLAB_HIDDEN_TESTS_DIR)
+    _speclab_add_hidden_tests(${lab} ${api_dir} ${L_LINK})
+  endif()
 
   # Discovery runs on the solution build; the case names are the same for every implementation.
   _speclab_discover(${lab}_tests_solution

@@ -24,6 +24,8 @@ import resource
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 
 VALID_IMPLS = ("solution", "starter")
 SKIP_CODE = 77
@@ -42,11 +44,34 @@ def lab_exe(build_dir, lab, impl):
     return os.path.join(build_dir, "labtests", f"{lab}_{impl}")
 
 
-def run_case(exe, case, timeout=30.0, mem_mb=2048, env=None):
-    """Runs one doctest case. Returns (status, output) with status one of
-    passed, failed, skipped, timeout, crashed, memory, missing."""
+class CaseRun:
+    """What one case did. status: passed, failed, exception, exited, skipped, timeout, crashed,
+    memory, missing. signal: the signal's name when status is crashed. seconds: wall time."""
+
+    def __init__(self, status, output, signal=None, seconds=0.0):
+        self.status, self.output, self.signal, self.seconds = status, output, signal, seconds
+
+
+OUTPUT_KEEP = 256 * 1024  # characters of a case's output kept from each end
+
+
+def _read_output(f):
+    """The case's output; a huge one keeps only its beginning and its end."""
+    size = f.seek(0, os.SEEK_END)
+    f.seek(0)
+    if size <= 2 * OUTPUT_KEEP:
+        return f.read().decode("utf-8", "replace")
+    head = f.read(OUTPUT_KEEP).decode("utf-8", "replace")
+    f.seek(size - OUTPUT_KEEP)
+    tail = f.read().decode("utf-8", "replace")
+    return f"{head}\n[... {size - 2 * OUTPUT_KEEP} bytes of output left out ...]\n{tail}"
+
+
+def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=256):
+    """Runs one doctest case in its own process group, under an address-space limit of mem_mb
+    MiB (0: none) and an output limit of output_mb MiB. Returns a CaseRun."""
     if not os.path.exists(exe):
-        return "missing", f"test executable {exe} does not exist: build it first"
+        return CaseRun("missing", f"test executable {exe} does not exist: build it first")
     # doctest splits filters at commas; a backslash escapes one.
     cmd = [exe, "--test-case=" + case.replace(",", "\\,"), "--no-version", "--no-colors"]
 
@@ -56,35 +81,61 @@ def run_case(exe, case, timeout=30.0, mem_mb=2048, env=None):
             cap = int(mem_mb) * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        # The output goes to a file, capped, so a case that prints forever cannot exhaust the
+        # runner's memory or the disk (it gets SIGXFSZ).
+        cap = int(output_mb) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
 
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            preexec_fn=limits, env=env)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        text = out.decode("utf-8", "replace")
-        return "timeout", text + (f"\nTIMEOUT: '{case}' ran longer than {timeout:g} s and was "
-                                  "killed. Look for a loop that never ends.\n")
-    text = out.decode("utf-8", "replace")
-    rc = proc.returncode
+    start = time.monotonic()
+    with tempfile.TemporaryFile() as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                preexec_fn=limits, env=env)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            text = _read_output(f)
+            return CaseRun("timeout", text + (
+                f"\nTIMEOUT: '{case}' ran longer than {timeout:g} s and was killed. Look for a "
+                "loop that never ends.\n"), seconds=time.monotonic() - start)
+        text = _read_output(f)
+    seconds = time.monotonic() - start
     if rc < 0:
         name = signal.Signals(-rc).name
-        return "crashed", text + (f"\nCRASH: '{case}' was killed by {name}. Look for an "
-                                  "out-of-range index or an invalid pointer.\n")
+        if name == "SIGXFSZ":
+            why = f"it wrote more than {output_mb} MiB of output. Look for a print in a loop."
+        else:
+            why = "Look for an out-of-range index or an invalid pointer."
+        return CaseRun("crashed", text + f"\nCRASH: '{case}' was killed by {name}: {why}\n",
+                       name, seconds)
     if rc == SKIP_CODE:
-        return "skipped", text
-    m = re.search(r"test cases:\s*(\d+)", text)
+        return CaseRun("skipped", text, seconds=seconds)
+    m = re.search(r"test cases:\s*(\d+)\s*\|\s*(\d+) passed", text)
     if m and int(m.group(1)) != 1:
-        return "missing", text + (f"\nERROR: the filter for '{case}' selected {m.group(1)} test "
-                                  "cases instead of 1. Rebuild, then run ctest again.\n")
-    if rc == 0:
-        return "passed", text
-    if "std::bad_alloc" in text or "bad_alloc" in text:
-        return "memory", text + (f"\nMEMORY: '{case}' ran out of its {mem_mb} MiB memory "
-                                 "limit.\n")
-    return "failed", text
+        return CaseRun("missing", text + (
+            f"\nERROR: the filter for '{case}' selected {m.group(1)} test cases instead of 1. "
+            "Rebuild, then run ctest again.\n"), seconds=seconds)
+    if rc == 0 and m and int(m.group(2)) == 1:
+        return CaseRun("passed", text, seconds=seconds)
+    if "bad_alloc" in text:
+        return CaseRun("memory", text + (
+            f"\nMEMORY: '{case}' ran out of its {mem_mb} MiB memory limit.\n"), seconds=seconds)
+    if not m and "Sanitizer" not in text:
+        # No summary and no sanitizer report: the code under test ended the process itself.
+        return CaseRun("exited", text + (
+            f"\nEXITED: '{case}' ended the process with exit code {rc} before the test finished. "
+            "Look for a call to exit().\n"), seconds=seconds)
+    if "THREW exception" in text:
+        return CaseRun("exception", text, seconds=seconds)
+    return CaseRun("failed", text, seconds=seconds)
+
+
+def run_case(exe, case, timeout=30.0, mem_mb=2048, env=None):
+    """Runs one doctest case. Returns (status, output) with status one of passed, failed,
+    exception, exited, skipped, timeout, crashed, memory, missing."""
+    r = run_case_detail(exe, case, timeout, mem_mb, env)
+    return r.status, r.output
 
 
 def finish(status, output):

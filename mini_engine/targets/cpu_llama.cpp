@@ -96,6 +96,15 @@ CpuLlama::CpuLlama(GgufFile file, CpuLlamaOptions options)
         std::pow(static_cast<double>(w_.hp.rope_base), -2.0 * i / static_cast<double>(hd))));
   }
   scratch_ = std::make_unique<Scratch>();
+  if (options.kernel == cpu::MatmulKernel::packed) {
+    for (const LlamaLayer& L : w_.layers) {
+      packed_layers_.push_back({cpu::PackedMatrix(L.wq), cpu::PackedMatrix(L.wk),
+                                cpu::PackedMatrix(L.wv), cpu::PackedMatrix(L.wo),
+                                cpu::PackedMatrix(L.w_gate), cpu::PackedMatrix(L.w_up),
+                                cpu::PackedMatrix(L.w_down)});
+    }
+    packed_output_ = cpu::PackedMatrix(w_.output);
+  }
 }
 
 CpuLlama::~CpuLlama() = default;
@@ -175,6 +184,16 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
   const int group = hp.n_head / hp.n_head_kv;  // query heads per KV head
   const float att_scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const cpu::MatmulKernel kernel = options_.kernel;
+  const bool packed = kernel == cpu::MatmulKernel::packed;
+  // y = w . x for output rows [r0, r1), on the packed copy when there is one.
+  auto mm = [&](const QuantMatrix& w, const cpu::PackedMatrix* pw, const cpu::QuantizedActs& x,
+                float* y, int ldy, int r0, int r1) {
+    if (packed) {
+      cpu::matmul(*pw, x, y, ldy, r0, r1);
+    } else {
+      cpu::matmul(kernel, w, x, y, ldy, r0, r1);
+    }
+  };
 
   Scratch& S = *scratch_;
   if (S.rows < n) {
@@ -226,6 +245,7 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
 #pragma omp barrier
       for (int l = 0; l < hp.n_layer; ++l) {
         const LlamaLayer& L = w_.layers[l];
+        const PackedLayer* P = packed ? &packed_layers_[static_cast<size_t>(l)] : nullptr;
         // ---- attention ----
         norm_quantize(S.x.data(), L.attn_norm);
 #pragma omp barrier
@@ -233,14 +253,15 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
           const Range rr = my_slice(qkv_w, 16);
           const int q1 = q_dim, k1 = q_dim + kv_dim;
           if (rr.begin < q1) {
-            cpu::matmul(kernel, L.wq, S.qa_embd, S.qkv.data(), qkv_w, rr.begin, std::min(rr.end, q1));
+            mm(L.wq, P ? &P->wq : nullptr, S.qa_embd, S.qkv.data(), qkv_w, rr.begin,
+               std::min(rr.end, q1));
           }
           if (rr.end > q1 && rr.begin < k1) {
-            cpu::matmul(kernel, L.wk, S.qa_embd, S.qkv.data() + q1, qkv_w,
+            mm(L.wk, P ? &P->wk : nullptr, S.qa_embd, S.qkv.data() + q1, qkv_w,
                         std::max(rr.begin, q1) - q1, std::min(rr.end, k1) - q1);
           }
           if (rr.end > k1) {
-            cpu::matmul(kernel, L.wv, S.qa_embd, S.qkv.data() + k1, qkv_w,
+            mm(L.wv, P ? &P->wv : nullptr, S.qa_embd, S.qkv.data() + k1, qkv_w,
                         std::max(rr.begin, k1) - k1, rr.end - k1);
           }
         }
@@ -293,7 +314,7 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
 #pragma omp barrier
         {  // x += Wo . att; each thread adds the columns it computed.
           const Range rr = my_slice(E, 16);
-          cpu::matmul(kernel, L.wo, S.qa_att, S.xn.data(), E, rr.begin, rr.end);
+          mm(L.wo, P ? &P->wo : nullptr, S.qa_att, S.xn.data(), E, rr.begin, rr.end);
           for (int t = 0; t < n; ++t) {
             float* x = S.x.data() + static_cast<size_t>(t) * E;
             const float* o = S.xn.data() + static_cast<size_t>(t) * E;
@@ -306,8 +327,8 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
 #pragma omp barrier
         {
           const Range rr = my_slice(F, 16);
-          cpu::matmul(kernel, L.w_gate, S.qa_embd, S.gate.data(), F, rr.begin, rr.end);
-          cpu::matmul(kernel, L.w_up, S.qa_embd, S.up.data(), F, rr.begin, rr.end);
+          mm(L.w_gate, P ? &P->w_gate : nullptr, S.qa_embd, S.gate.data(), F, rr.begin, rr.end);
+          mm(L.w_up, P ? &P->w_up : nullptr, S.qa_embd, S.up.data(), F, rr.begin, rr.end);
           for (int t = 0; t < n; ++t) {
             float* g = S.gate.data() + static_cast<size_t>(t) * F;
             const float* u = S.up.data() + static_cast<size_t>(t) * F;
@@ -322,7 +343,7 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
 #pragma omp barrier
         {
           const Range rr = my_slice(E, 16);
-          cpu::matmul(kernel, L.w_down, S.qa_ff, S.xn.data(), E, rr.begin, rr.end);
+          mm(L.w_down, P ? &P->w_down : nullptr, S.qa_ff, S.xn.data(), E, rr.begin, rr.end);
           for (int t = 0; t < n; ++t) {
             float* x = S.x.data() + static_cast<size_t>(t) * E;
             const float* o = S.xn.data() + static_cast<size_t>(t) * E;
@@ -336,7 +357,7 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
 #pragma omp barrier
       {
         const Range rr = my_slice(hp.n_vocab, 16);
-        cpu::matmul(kernel, w_.output, S.qa_embd, logits, hp.n_vocab, rr.begin, rr.end);
+        mm(w_.output, &packed_output_, S.qa_embd, logits, hp.n_vocab, rr.begin, rr.end);
       }
     }
   }

@@ -25,7 +25,9 @@ struct CpuLlamaOptions {
   int threads = 0;      // worker threads; 0 = every core (std::thread::hardware_concurrency)
   int max_context = 0;  // the most tokens a sequence may hold; 0 = the model's
                         // llama.context_length, otherwise the smaller of the two
-  cpu::MatmulKernel kernel = cpu::MatmulKernel::simd;  // reference/scalar: for tests
+  // packed: the weights are repacked once at load time (cpu::PackedMatrix, as much memory again
+  // as the matrices); reference/scalar/simd read the mapped file as is (tests, comparisons).
+  cpu::MatmulKernel kernel = cpu::MatmulKernel::packed;
 };
 
 class CpuLlama final : public Target {
@@ -92,6 +94,13 @@ class CpuLlama final : public Target {
   KvCache kv_;  // this Target's own sequence
 
   std::unique_ptr<Scratch> scratch_;
+
+  // The weights repacked for MatmulKernel::packed (empty for the other kernels).
+  struct PackedLayer {
+    cpu::PackedMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
+  };
+  std::vector<PackedLayer> packed_layers_;
+  cpu::PackedMatrix packed_output_;
 };
 
 }  // namespace speclab

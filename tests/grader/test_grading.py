@@ -1,0 +1,396 @@
+"""Unit tests of the grader (tools/grading/, tools/testrun.py's case runner, tools/submit) and
+tools/grade's refusals. Run: python3 -m unittest discover -s tests/grader -p 'test_*.py'
+
+The end-to-end refusals need a grading build; they run when SPECLAB_GRADE_WORK names its folder
+(ctest sets it) and are skipped otherwise.
+"""
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+import xml.etree.ElementTree as ET
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+sys.dont_write_bytecode = True
+
+import testrun  # noqa: E402
+from grading import GradingError, SubmissionError, cli, reports, runner, submission  # noqa: E402
+from grading.labs import Lab, check_points, load_points, read_points  # noqa: E402
+
+EDITABLE = "labs/lab01_prompt_lookup/starter.cpp"
+LAB = Lab("lab01", "lab01_prompt_lookup", 30.0, 2048)
+
+
+class TempDir(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="speclab-grader-test-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def write(self, rel, data=b"x"):
+        path = os.path.join(self.tmp, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+            f.write(data)
+        return path
+
+
+class PointsFiles(TempDir):
+    def points(self, text):
+        return read_points(self.write("points.txt", textwrap.dedent(text)))
+
+    def test_a_well_formed_file_gives_each_case_its_points(self):
+        p = self.points("""\
+            # comment
+            2  first case: with, punctuation -> ok
+            0.5 second case
+            """)
+        self.assertEqual(p.values, {"first case: with, punctuation -> ok": 2.0,
+                                    "second case": 0.5})
+        self.assertEqual(p.total, 2.5)
+        check_points(p, ["second case", "first case: with, punctuation -> ok"], "lab01")
+
+    def test_a_case_without_points_is_an_error_that_lists_the_line_to_add(self):
+        p = self.points("1 a\n")
+        with self.assertRaises(GradingError) as e:
+            check_points(p, ["a", "b new case"], "lab01")
+        self.assertIn("gives no points to 1 lab01 test case", str(e.exception))
+        self.assertIn("  1  b new case", str(e.exception))
+
+    def test_a_line_that_names_no_case_is_an_error(self):
+        p = self.points("1 a\n3 renamed case\n")
+        with self.assertRaises(GradingError) as e:
+            check_points(p, ["a"], "lab01")
+        self.assertIn("renamed case", str(e.exception))
+
+    def test_malformed_negative_duplicate_missing_and_empty_files_are_errors(self):
+        for text, message in (("abc a case\n", "not a number"), ("-1 a\n", ">= 0"),
+                              ("nan a\n", ">= 0"), ("5\n", "expected '<points> <case name>'"),
+                              ("1 a\n2 a\n", "already has points on line 1"),
+                              ("# only a comment\n", "gives no points to any case")):
+            with self.subTest(text=text), self.assertRaises(GradingError) as e:
+                self.points(text)
+            self.assertIn(message, str(e.exception))
+        with self.assertRaises(GradingError) as e:
+            read_points(os.path.join(self.tmp, "nope.txt"))
+        self.assertIn("is missing", str(e.exception))
+
+    def test_a_missing_points_file_prints_one_to_start_from(self):
+        with self.assertRaises(GradingError) as e:
+            load_points(os.path.join(self.tmp, "lab09", "points.txt"), ["x y", "z"], "lab09")
+        self.assertIn("is missing", str(e.exception))
+        self.assertIn("\n1  x y\n1  z", str(e.exception))
+
+    def test_points_that_add_up_to_zero_are_an_error(self):
+        with self.assertRaises(GradingError):
+            check_points(self.points("0 a\n"), ["a"], "lab01")
+
+    def test_the_repository_points_files_parse(self):
+        self.assertGreater(read_points(os.path.join(REPO, "tests", "lab01", "points.txt")).total, 0)
+
+
+class Submissions(TempDir):
+    def load(self, path):
+        return submission.load(path, {EDITABLE})
+
+    def test_a_folder_gives_only_its_editable_file_and_reports_test_files(self):
+        self.write(f"sub/{EDITABLE}", b"int x;\n")
+        self.write("sub/tests/lab01/test_extra.cpp")
+        self.write("sub/CMakeLists.txt")
+        self.write("sub/README.txt")
+        self.write("sub/build/huge.o")
+        s = self.load(os.path.join(self.tmp, "sub"))
+        self.assertEqual(s.files, {EDITABLE: b"int x;\n"})
+        self.assertEqual(s.ignored_tests, ["CMakeLists.txt", "tests/lab01/test_extra.cpp"])
+        self.assertEqual(s.ignored_other, ["README.txt"])
+        notes = "\n".join(s.notes)
+        self.assertIn("tests/lab01/test_extra.cpp", notes)
+        self.assertIn("ignored the folder build/", notes)
+
+    def test_a_symbolic_link_is_refused(self):
+        target = self.write("elsewhere.cpp", b"secret")
+        os.makedirs(os.path.join(self.tmp, "sub", os.path.dirname(EDITABLE)))
+        os.symlink(target, os.path.join(self.tmp, "sub", EDITABLE))
+        s = self.load(os.path.join(self.tmp, "sub"))
+        self.assertEqual(s.files, {})
+        self.assertTrue(any("symbolic link" in n for n in s.notes))
+
+    def test_a_zip_wrapped_in_one_folder_is_found_and_unsafe_entries_are_refused(self):
+        path = os.path.join(self.tmp, "alice.zip")
+        with zipfile.ZipFile(path, "w") as zf:
+            zf.writestr(f"alice/{EDITABLE}", "int y;\n")
+            zf.writestr("alice/../../evil.cpp", "bad")
+        s = self.load(path)
+        self.assertEqual(s.name, "alice")
+        self.assertEqual(s.files, {EDITABLE: b"int y;\n"})
+        self.assertTrue(any("refused ../../evil.cpp: an unsafe path" in n for n in s.notes))
+
+    def test_a_symbolic_link_in_a_zip_is_refused(self):
+        path = os.path.join(self.tmp, "s.zip")
+        with zipfile.ZipFile(path, "w") as zf:
+            link = zipfile.ZipInfo(EDITABLE)
+            link.external_attr = (stat.S_IFLNK | 0o777) << 16
+            zf.writestr(link, "/work/solutions/lab01_prompt_lookup/solution.cpp")
+        s = self.load(path)
+        self.assertEqual(s.files, {})
+        self.assertTrue(any("symbolic link" in n for n in s.notes))
+
+    def test_a_manifest_names_the_labs_and_a_changed_file_is_noted(self):
+        path = os.path.join(self.tmp, "s.zip")
+        with zipfile.ZipFile(path, "w") as zf:
+            zf.writestr(EDITABLE, "int z;\n")
+            zf.writestr("MANIFEST.json", json.dumps({
+                "format": submission.MANIFEST_FORMAT, "labs": ["lab01", "evil; rm"],
+                "files": [{"path": EDITABLE, "sha256": "0" * 64}]}))
+        s = self.load(path)
+        self.assertEqual(s.manifest_labs(), ["lab01"])
+        self.assertTrue(any("differs from the checksum" in n for n in s.notes))
+
+    def test_an_oversized_file_is_refused(self):
+        self.write(f"sub/{EDITABLE}", b"/" * (submission.MAX_FILE_BYTES + 1))
+        s = self.load(os.path.join(self.tmp, "sub"))
+        self.assertEqual(s.files, {})
+        self.assertTrue(any("larger than" in n for n in s.notes))
+
+    def test_a_lone_starter_is_kept_for_a_single_lab(self):
+        self.write("sub/starter.cpp", b"int w;\n")
+        self.assertEqual(self.load(os.path.join(self.tmp, "sub")).flat_starter, b"int w;\n")
+
+    def test_an_unreadable_submission_is_a_submission_error(self):
+        bad = self.write("bad.zip", b"not a zip")
+        for path in (bad, os.path.join(self.tmp, "missing")):
+            with self.subTest(path=path), self.assertRaises(SubmissionError):
+                self.load(path)
+
+    def test_includes_outside_the_lab_folder_are_flagged(self):
+        src = (b'#include "prompt_lookup.h"\n#include <vector>\n'
+               b'#include "../../solutions/lab01_prompt_lookup/solution.cpp"\n'
+               b'  #  include "/etc/passwd"\n')
+        self.assertEqual(submission.suspicious_includes(src),
+                         ["../../solutions/lab01_prompt_lookup/solution.cpp", "/etc/passwd"])
+
+    def test_the_labs_to_grade_come_from_the_flag_the_manifest_or_the_files(self):
+        declared = {"lab01": LAB}
+        s = submission.Submission("s", "/s", {EDITABLE: b""})
+        self.assertEqual(cli.choose_labs(s, ["lab01"], declared), ["lab01"])
+        self.assertEqual(cli.choose_labs(s, [], declared), ["lab01"])
+        s = submission.Submission("s", "/s", {}, manifest={"labs": ["lab01", "lab09"]})
+        self.assertEqual(cli.choose_labs(s, [], declared), ["lab01"])
+        self.assertTrue(any("lab09" in n for n in s.notes))
+        with self.assertRaises(SubmissionError):
+            cli.choose_labs(submission.Submission("s", "/s", {}), [], declared)
+
+
+def fake_case(body):
+    """A stand-in for a doctest executable: a Python script testrun.run_case_detail can run."""
+    fd, path = tempfile.mkstemp(suffix=".py", prefix="speclab-fake-case-")
+    with os.fdopen(fd, "w") as f:
+        # Python ignores SIGXFSZ; a C++ test executable does not.
+        f.write(f"#!{sys.executable}\nimport os, signal, sys, time\n"
+                f"signal.signal(signal.SIGXFSZ, signal.SIG_DFL)\n{textwrap.dedent(body)}")
+    os.chmod(path, 0o755)
+    return path
+
+
+SUMMARY = 'print("[doctest] test cases: 1 | {p} passed | {f} failed | 0 skipped")'
+
+
+class CaseRunner(unittest.TestCase):
+    def run_fake(self, body, **kw):
+        path = fake_case(body)
+        self.addCleanup(os.remove, path)
+        return testrun.run_case_detail(path, "case", **kw)
+
+    def test_each_way_a_case_can_end_is_told_apart(self):
+        cases = [
+            ("passed", SUMMARY.format(p=1, f=0)),
+            ("failed", 'print("ERROR: CHECK( a == b ) is NOT correct!")\n' +
+             SUMMARY.format(p=0, f=1) + "\nsys.exit(1)"),
+            ("failed", 'print("==1==ERROR: AddressSanitizer: heap-buffer-overflow")\nsys.exit(1)'),
+            ("exception", 'print("ERROR: test case THREW exception: boom")\n' +
+             SUMMARY.format(p=0, f=1) + "\nsys.exit(1)"),
+            ("memory", 'print("ERROR: test case THREW exception: std::bad_alloc")\n' +
+             SUMMARY.format(p=0, f=1) + "\nsys.exit(1)"),
+            ("exited", "sys.exit(0)"),
+            ("failed", SUMMARY.format(p=0, f=0) + "\nsys.exit(0)"),  # 0 passed is no pass
+            ("skipped", "sys.exit(77)"),
+        ]
+        for status, body in cases:
+            with self.subTest(body=body):
+                r = self.run_fake(body, timeout=20)
+                self.assertEqual(r.status, status, r.output)
+                self.assertEqual(runner.classify(r), status)
+
+    def test_signals_become_segfault_abort_and_output_limit(self):
+        for sig, status in (("SIGSEGV", "segfault"), ("SIGABRT", "abort"),
+                            ("SIGTERM", "crashed")):
+            with self.subTest(sig=sig):
+                r = self.run_fake(f"os.kill(os.getpid(), signal.{sig})", timeout=20)
+                self.assertEqual((r.status, r.signal, runner.classify(r)),
+                                 ("crashed", sig, status))
+        r = self.run_fake("while True: sys.stdout.write('x' * 65536)", timeout=20, output_mb=1)
+        self.assertEqual(runner.classify(r), "output_limit")
+        self.assertLess(len(r.output), 2 * testrun.OUTPUT_KEEP + 200)
+
+    def test_a_case_that_never_ends_is_killed_at_its_timeout(self):
+        r = self.run_fake("time.sleep(60)", timeout=1)
+        self.assertEqual(r.status, "timeout")
+        self.assertLess(r.seconds, 10)
+        self.assertEqual(runner.summarize("timeout", r.output, r, "case"),
+                         "ran longer than 1 s and was killed. Look for a loop that never ends.")
+
+
+def sample_grade(build_status="ok"):
+    t = [runner.TestResult("lab01", "passes", "lab01 / A", False, 2, 2, "passed", "passed", "",
+                           0.1),
+         runner.TestResult("lab01", "crashes \x00\x1b[31m", "lab01 / A", False, 3, 0, "segfault",
+                           "crashed", "bad \x01 output", 0.2),
+         runner.TestResult("lab01", "fails", "lab01 / B", False, 1, 0, "failed", "CHECK", "o"),
+         runner.TestResult("lab01", "secret", "lab01 hidden / C", True, 4, 4, "passed", "", "")]
+    lg = reports.LabGrade(LAB, build_status, "warning: x", EDITABLE, "ab", t)
+    return reports.Grade("alice", "/x/alice.zip", [lg], ["a note"], None, 1.5, {})
+
+
+class Reports(unittest.TestCase):
+    def test_gradescope_results_have_the_documented_fields_and_hidden_tests_wait(self):
+        for build in ("ok", "compile_error"):
+            with self.subTest(build=build):
+                gs = reports.gradescope_json(sample_grade(build))
+                self.assertEqual(reports.validate_gradescope(gs), [])
+                self.assertEqual(gs["score"], 6)
+                vis = {t["name"]: t["visibility"] for t in gs["tests"]}
+                self.assertEqual(vis["[hidden] lab01 hidden / C / secret"], "after_due_date")
+                self.assertEqual(vis["lab01 / A / passes"], "visible")
+                self.assertEqual("lab01: build" in vis, build != "ok")
+
+    def test_the_validator_catches_what_gradescope_would_reject(self):
+        good = reports.gradescope_json(sample_grade())
+        for mutate, message in (
+                (lambda g: g.pop("score"), "'score' is missing"),
+                (lambda g: g.update(bogus=1), "unknown top-level field 'bogus'"),
+                (lambda g: g["tests"][0].update(status="ok"), "'passed' or 'failed'"),
+                (lambda g: g["tests"][0].update(visibility="later"), "'visibility'"),
+                (lambda g: g["tests"][0].update(score=99), "exceeds max_score"),
+                (lambda g: g["tests"][0].pop("name"), "'name' is missing"),
+                (lambda g: g.update(score=1), "!= sum of test scores")):
+            g = json.loads(json.dumps(good))
+            mutate(g)
+            with self.subTest(message=message):
+                self.assertTrue(any(message in p for p in reports.validate_gradescope(g)),
+                                reports.validate_gradescope(g))
+
+    def test_junit_xml_parses_and_counts_failures_and_errors(self):
+        root = ET.fromstring(reports.junit_xml(sample_grade()).encode())
+        self.assertEqual((root.get("tests"), root.get("failures"), root.get("errors")),
+                         ("4", "1", "1"))
+        self.assertEqual(root.find(".//testcase[@name='fails']/failure").get("type"), "failed")
+        root = ET.fromstring(reports.junit_xml(sample_grade("compile_error")).encode())
+        self.assertEqual(root.get("tests"), "5")
+
+    def test_grade_json_and_the_table_show_every_test(self):
+        g = sample_grade()
+        data = reports.grade_json(g)
+        self.assertEqual((data["score"], data["max_score"]), (6, 10))
+        self.assertEqual(len(data["labs"][0]["tests"]), 4)
+        text = reports.table(g)
+        self.assertIn("SEGFAULT", text)
+        self.assertIn("[hidden] lab01 hidden / C", text)
+
+
+class Submit(TempDir):
+    """tools/submit in a scratch git repository that holds just what it needs."""
+
+    def setUp(self):
+        super().setUp()
+        for rel in ("tools/submit", "tools/grading", EDITABLE):
+            src, dst = os.path.join(REPO, rel), os.path.join(self.tmp, rel)
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            (shutil.copytree if os.path.isdir(src) else shutil.copy2)(src, dst)
+        git = ["git", "-C", self.tmp, "-c", "user.name=t", "-c", "user.email=t@t"]
+        subprocess.run(git[:3] + ["init", "-q"], check=True)
+        subprocess.run(git + ["add", "-A"], check=True)
+        subprocess.run(git + ["commit", "-qm", "start"], check=True)
+
+    def submit(self, *args):
+        return subprocess.run([sys.executable, os.path.join(self.tmp, "tools", "submit"), *args],
+                              capture_output=True, text=True)
+
+    def test_the_zip_holds_exactly_the_editable_files_and_a_manifest(self):
+        out = os.path.join(self.tmp, "out", "s.zip")
+        p = self.submit("lab01", "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with zipfile.ZipFile(out) as zf:
+            self.assertEqual(sorted(zf.namelist()), ["MANIFEST.json", EDITABLE])
+            manifest = json.loads(zf.read("MANIFEST.json"))
+            data = zf.read(EDITABLE)
+        self.assertEqual(manifest["labs"], ["lab01"])
+        self.assertEqual(manifest["files"][0]["sha256"], submission.sha256(data))
+        self.assertEqual(manifest["git"]["uncommitted"], [])
+        self.assertNotIn("uncommitted", p.stderr)
+        self.assertIn("todo()", p.stderr)  # the untouched starter still has its TODOs
+
+    def test_uncommitted_changes_are_warned_about(self):
+        with open(os.path.join(self.tmp, EDITABLE), "a") as f:
+            f.write("// my change\n")
+        p = self.submit("lab01", "--out", os.path.join(self.tmp, "s.zip"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("uncommitted changes in " + EDITABLE, p.stderr)
+
+    def test_an_unknown_lab_is_refused(self):
+        p = self.submit("lab99")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("unknown lab 'lab99'", p.stderr)
+
+
+def grade(*args):
+    return subprocess.run([sys.executable, os.path.join(REPO, "tools", "grade"), *args],
+                          capture_output=True, text=True)
+
+
+class GradeRefusals(TempDir):
+    """tools/grade exits 1 with a reason when grading cannot run, and 2 on bad usage."""
+
+    def test_bad_arguments_are_refused_before_any_build(self):
+        for args, message in (((os.path.join(self.tmp, "nope"),), "does not exist"),
+                              ((self.tmp, "--lab", "01"), "expected a name like lab01"),
+                              ((self.tmp, "--hidden", os.path.join(self.tmp, "x")),
+                               "is not a folder")):
+            with self.subTest(args=args):
+                p = grade(*args)
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertIn(message, p.stderr)
+        self.assertEqual(grade().returncode, 2)
+
+    @unittest.skipUnless(os.environ.get("SPECLAB_GRADE_WORK"), "needs SPECLAB_GRADE_WORK")
+    def test_an_unknown_lab_and_a_hidden_case_without_points_stop_grading(self):
+        work = os.environ["SPECLAB_GRADE_WORK"]
+        sub = os.path.dirname(os.path.dirname(os.path.dirname(self.write(f"sub/{EDITABLE}"))))
+        p = grade(sub, "--lab", "lab99", "--work", work, "--out", os.path.join(self.tmp, "o"))
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("unknown lab(s) lab99", p.stderr)
+
+        hidden = os.path.join(self.tmp, "hidden")
+        shutil.copytree(os.path.join(HERE, "hidden"), hidden)
+        pts = os.path.join(hidden, "lab01", "points.txt")
+        with open(pts) as f:
+            lines = [line for line in f if "trigram" not in line]
+        with open(pts, "w") as f:
+            f.writelines(lines)
+        p = grade(sub, "--lab", "lab01", "--hidden", hidden, "--work", work,
+                  "--out", os.path.join(self.tmp, "o"))
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("gives no points to 1 lab01 hidden test case", p.stderr)
+        self.assertIn("hidden: a trigram in a long periodic context", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "o")))
+
+
+if __name__ == "__main__":
+    unittest.main()

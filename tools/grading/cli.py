@@ -1,0 +1,302 @@
+"""tools/grade: grades submissions with the repository's own tests (book/instructors.md).
+
+  tools/grade SUBMISSION... [--lab labNN]... [--hidden DIR] [--out DIR]
+  tools/grade --check-points [--build-dir build]
+
+SUBMISSION is a folder or a .zip made by tools/submit; only the labs' editable files are taken
+from it. Grading happens in an isolated copy of the repository (--work, default build/grading)
+with a grading build that is configured once and reused, so a submission costs one compile of
+its lab file plus the test run.
+
+Which labs: --lab (repeatable), else the labs in the submission's MANIFEST.json, else every lab
+whose editable file the submission contains.
+
+Outputs (--out DIR): grade.json, results.json (Gradescope) and junit.xml. With one SUBMISSION
+they go into DIR (default grades/NAME); with several, into DIR/NAME/ (default DIR: grades), plus
+DIR/summary.csv.
+
+Exit status: 0 when every submission was graded, whatever the scores; 1 when grading could not
+run (the reason is printed: a points file that misses a case, a reference solution that fails,
+an unreadable submission, ...); 2 for a usage error.
+"""
+import argparse
+import csv
+import os
+import sys
+import time
+
+from . import GradingError, SubmissionError
+from . import reports, runner, submission
+from .labs import LAB_NAME, declared_labs, load_points, read_cases
+from .workspace import Workspace
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+class LabSetup:
+    """Everything about one lab that does not depend on the submission."""
+
+    def __init__(self, lab, cases, points, hidden_cases, hidden_points, timeout, mem_mb):
+        self.lab, self.cases, self.points = lab, cases, points
+        self.hidden_cases, self.hidden_points = hidden_cases, hidden_points
+        self.timeout, self.mem_mb = timeout, mem_mb
+
+
+def prepare_lab(ws, lab, args):
+    """Builds the lab's reference, reads and checks its points, and (unless
+    --no-reference-check) checks that the reference passes every case. Raises GradingError."""
+    ws.build_reference(lab)
+    cases = ws.cases(lab)
+    points = load_points(lab.points_path(os.path.join(REPO, "tests")), [n for n, _ in cases],
+                         lab.name)
+    hidden_cases, hidden_points = [], None
+    if ws.hidden:
+        folder = os.path.join(ws.hidden, lab.name)
+        if ws.hidden_sources(lab):
+            hidden_cases = ws.cases(lab, hidden=True)
+            hidden_points = load_points(lab.points_path(ws.hidden),
+                                        [n for n, _ in hidden_cases], f"{lab.name} hidden")
+            clash = sorted(set(hidden_points.values) & set(points.values))
+            if clash:
+                raise GradingError(f"hidden {lab.name} cases share names with public ones: "
+                                   f"{', '.join(clash)}. Rename them.")
+        elif os.path.isdir(folder):
+            raise GradingError(f"{folder} holds no .cpp test sources")
+    timeout = args.timeout or lab.timeout
+    mem_mb = args.mem_mb if args.mem_mb is not None else lab.mem_mb
+    setup = LabSetup(lab, cases, points.values, hidden_cases,
+                     hidden_points.values if hidden_points else {}, timeout, mem_mb)
+    if not args.no_reference_check:
+        t = time.monotonic()
+        bad = []
+        for hidden, group, pts in ((False, cases, setup.points),
+                                   (True, hidden_cases, setup.hidden_points)):
+            results = runner.run_cases(ws.exe(lab, "solution", hidden), group, pts, lab.name,
+                                       hidden, timeout, mem_mb, args.jobs)
+            bad += [r for r in results if r.status != "passed"]
+        if bad:
+            raise GradingError(
+                f"the reference solution of {lab.name} does not pass every case, so its scores "
+                "would be wrong:\n" + "\n".join(
+                    f"  {'[hidden] ' if r.hidden else ''}{r.name}: {r.status}: {r.summary}"
+                    for r in bad))
+        log(f"grade: {lab.name} reference passes all {len(cases) + len(hidden_cases)} cases "
+            f"({time.monotonic() - t:.1f} s)")
+    return setup
+
+
+def choose_labs(sub, requested, declared):
+    if requested:
+        return requested
+    names = [n for n in sub.manifest_labs() if n in declared]
+    for n in sub.manifest_labs():
+        if n not in declared:
+            sub.notes.append(f"{submission.MANIFEST} names {n}, which this repository does not "
+                             "have: not graded")
+    if not names:
+        names = [n for n, lab in declared.items() if lab.editable[0] in sub.files]
+    if not names:
+        example = next(iter(declared.values())).editable[0]
+        raise SubmissionError(
+            f"nothing to grade: the submission holds no lab's editable file (such as {example}) "
+            "and no MANIFEST.json; pass --lab labNN to grade it anyway")
+    return names
+
+
+def grade_submission(ws, sub, lab_names, setups, args):
+    start = time.monotonic()
+    notes = list(sub.notes)
+    lab_grades = []
+    for name in lab_names:
+        s = setups[name]
+        lab = s.lab
+        rel = lab.editable[0]
+        data = sub.files.get(rel)
+        if data is None and sub.flat_starter is not None and len(lab_names) == 1:
+            data = sub.flat_starter
+            notes.append(f"took the submission's top-level starter.cpp as {rel}")
+        public = dict(points=s.points, lab=lab.name, hidden=False)
+        hidden = dict(points=s.hidden_points, lab=lab.name, hidden=True)
+        if data is None:
+            why = runner.STATUSES["not_submitted"]
+            tests = (runner.not_run(s.cases, status="not_submitted", why=why, **public) +
+                     runner.not_run(s.hidden_cases, status="not_submitted", why=why, **hidden))
+            lab_grades.append(reports.LabGrade(lab, "not_submitted", tests=tests))
+            continue
+        for inc in submission.suspicious_includes(data):
+            notes.append(f"{rel} includes \"{inc}\", a file outside its lab's folder: check it "
+                         "by hand")
+        lg = reports.LabGrade(lab, "ok", file=rel, sha256=submission.sha256(data))
+        ws.place(rel, data)
+        log(f"grade: {sub.name}: building {lab.name}")
+        ok, out = ws.build_targets(ws.targets(lab, "starter"), args.build_timeout)
+        lg.build_output = ws.clean_build_output(out)
+        if not ok:
+            lg.build_status = "compile_error"
+            why = runner.STATUSES["compile_error"]
+            lg.tests = (runner.not_run(s.cases, status="compile_error", why=why, **public) +
+                        runner.not_run(s.hidden_cases, status="compile_error", why=why, **hidden))
+        else:
+            log(f"grade: {sub.name}: running {lab.name}'s "
+                f"{len(s.cases) + len(s.hidden_cases)} cases")
+            common = dict(timeout=s.timeout, mem_mb=s.mem_mb, jobs=args.jobs,
+                          clean=ws.relative_paths)
+            lg.tests = runner.run_cases(ws.exe(lab, "starter"), s.cases, **public, **common)
+            if s.hidden_cases:
+                lg.tests += runner.run_cases(ws.exe(lab, "starter", hidden=True), s.hidden_cases,
+                                             **hidden, **common)
+        lab_grades.append(lg)
+    settings = {name: {"timeout_s": setups[name].timeout, "mem_mb": setups[name].mem_mb}
+                for name in lab_names}
+    settings["hidden_tests"] = bool(ws.hidden)
+    return reports.Grade(sub.name, sub.path, lab_grades, notes, sub.manifest,
+                         time.monotonic() - start, settings)
+
+
+def unique_names(paths):
+    seen, names = {}, []
+    for p in paths:
+        base = os.path.basename(os.path.normpath(p))
+        base = base[:-4] if base.lower().endswith(".zip") else base
+        seen[base] = seen.get(base, 0) + 1
+        names.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return names
+
+
+def write_summary(out_root, grades, errors):
+    labs = sorted({lg.lab.name for g in grades for lg in g.labs})
+    path = os.path.join(out_root, "summary.csv")
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["submission"] + labs + ["score", "max_score", "status"])
+        for g in grades:
+            by_lab = {lg.lab.name: lg for lg in g.labs}
+            w.writerow([g.name] + [reports.num(by_lab[lab].score) if lab in by_lab else ""
+                                   for lab in labs] +
+                       [reports.num(g.score), reports.num(g.max_score), "graded"])
+        for name, why in errors.items():
+            w.writerow([name] + [""] * len(labs) + ["", "", "error: " + why.splitlines()[0]])
+    return path
+
+
+def grade(args):
+    for lab in args.lab:
+        if not LAB_NAME.match(lab):
+            raise GradingError(f"--lab {lab}: expected a name like lab01")
+    if args.hidden and not os.path.isdir(args.hidden):
+        raise GradingError(f"--hidden {args.hidden} is not a folder")
+    for path in args.submissions:
+        if not os.path.exists(path):
+            raise GradingError(f"submission {path} does not exist")
+    several = len(args.submissions) > 1
+    out_root = args.out or "grades"
+    names = unique_names(args.submissions)
+    grades, errors, setups = [], {}, {}
+    with Workspace(REPO, args.work, args.hidden, args.jobs, log) as ws:
+        t = time.monotonic()
+        ws.sync()
+        ws.configure()
+        declared = ws.labs()
+        if not declared:
+            raise GradingError("the grading build declares no labs (labs/CMakeLists.txt)")
+        unknown = [lab for lab in args.lab if lab not in declared]
+        if unknown:
+            raise GradingError(f"unknown lab(s) {', '.join(unknown)}; this repository has "
+                               f"{', '.join(declared)}")
+        editable = {rel for lab in declared.values() for rel in lab.editable}
+        log(f"grade: workspace ready ({time.monotonic() - t:.1f} s)")
+        for path, name in zip(args.submissions, names):
+            try:
+                sub = submission.load(path, editable)
+                sub.name = name
+                lab_names = choose_labs(sub, args.lab, declared)
+                for lab in lab_names:
+                    if lab not in setups:
+                        setups[lab] = prepare_lab(ws, declared[lab], args)
+                g = grade_submission(ws, sub, lab_names, setups, args)
+            except SubmissionError as e:
+                if not several:
+                    raise
+                errors[name] = str(e)
+                log(f"grade: {name}: NOT GRADED: {e}")
+                continue
+            out_dir = os.path.join(out_root, name) if (several or not args.out) else out_root
+            reports.write_all(g, out_dir)
+            grades.append(g)
+            print(reports.table(g, verbose=not (several or args.brief)), flush=True)
+            print(f"  reports: {out_dir}/{{grade.json,results.json,junit.xml}}\n", flush=True)
+    if several:
+        os.makedirs(out_root, exist_ok=True)
+        path = write_summary(out_root, grades, errors)
+        print(reports.summary_table(grades, errors))
+        print(f"\nsummary: {path}")
+    return 1 if errors else 0
+
+
+def check_points_cmd(args):
+    labs = declared_labs(args.build_dir)
+    if not labs:
+        raise GradingError(f"{args.build_dir}/labtests holds no labNN.lab files: configure and "
+                           f"build first (cmake --preset default && cmake --build build)")
+    problems = []
+    for name, lab in labs.items():
+        try:
+            cases = read_cases(os.path.join(args.build_dir, "labtests", f"{name}.cases"))
+            points = load_points(lab.points_path(os.path.join(REPO, "tests")), cases, name)
+            print(f"{name}: {len(cases)} cases, {reports.num(points.total)} points")
+        except GradingError as e:
+            problems.append(str(e))
+    if problems:
+        raise GradingError("\n".join(problems))
+    return 0
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="tools/grade", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("submissions", nargs="*", metavar="SUBMISSION",
+                   help="a folder or a .zip made by tools/submit")
+    p.add_argument("--lab", action="append", default=[], metavar="labNN",
+                   help="grade this lab (repeatable)")
+    p.add_argument("--hidden", metavar="DIR",
+                   help="instructor-only tests: DIR/labNN/*.cpp with DIR/labNN/points.txt")
+    p.add_argument("--out", metavar="DIR", help="where the reports go (see above)")
+    p.add_argument("--work", metavar="DIR", default=os.path.join(REPO, "build", "grading"),
+                   help="the grader's copy of the repository and its build "
+                        "(default: build/grading)")
+    p.add_argument("--timeout", type=float, metavar="S",
+                   help="seconds one test case may run (default: the lab's own, as in ctest)")
+    p.add_argument("--mem-mb", type=int, metavar="M",
+                   help="address-space limit of one test case in MiB (default: the lab's own)")
+    p.add_argument("--build-timeout", type=float, default=300, metavar="S",
+                   help="seconds a submission's lab may take to compile (default 300)")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2,
+                   help="parallel compile jobs and test cases (default: all cores)")
+    p.add_argument("--brief", action="store_true", help="one line per lab, no per-test table")
+    p.add_argument("--no-reference-check", action="store_true",
+                   help="skip checking that the reference solution passes every case")
+    p.add_argument("--check-points", action="store_true",
+                   help="only check that every case of every built lab has points, then exit")
+    p.add_argument("--build-dir", default=os.path.join(REPO, "build"),
+                   help="the build --check-points reads (default: build)")
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    try:
+        if args.check_points:
+            return check_points_cmd(args)
+        if not args.submissions:
+            parser().error("give at least one SUBMISSION (a folder or a .zip)")
+        return grade(args)
+    except GradingError as e:
+        print(f"grade: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("grade: interrupted", file=sys.stderr)
+        return 130

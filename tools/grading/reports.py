@@ -1,0 +1,300 @@
+"""What tools/grade writes: a terminal table, grade.json, junit.xml and Gradescope's results.json.
+
+grade.json is the complete record (format 'speclab-grade/1'). results.json follows Gradescope's
+autograder specification (https://gradescope-autograders.readthedocs.io/en/latest/specs/):
+a top-level score and one entry per test with name, score, max_score, status ('passed' or
+'failed'), output and visibility; hidden tests are 'after_due_date'. junit.xml is for CI
+dashboards: a check that failed is a <failure>, anything else that kept a test from passing
+(exception, crash, timeout, memory, compile error) is an <error>.
+"""
+import json
+import os
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+from .runner import STATUSES, trim
+
+GRADE_FORMAT = "speclab-grade/1"
+BUILD_OUTPUT_KEEP = 12000
+
+
+@dataclass
+class LabGrade:
+    lab: object                 # labs.Lab
+    build_status: str           # ok, compile_error, not_submitted
+    build_output: str = ""      # compiler output (warnings too), paths relative to the repo
+    file: str = None            # the graded file, repository-relative
+    sha256: str = None
+    tests: list = field(default_factory=list)  # [runner.TestResult]
+
+    @property
+    def score(self):
+        return sum(t.score for t in self.tests)
+
+    @property
+    def max_score(self):
+        return sum(t.max_score for t in self.tests)
+
+
+@dataclass
+class Grade:
+    name: str
+    path: str
+    labs: list                  # [LabGrade]
+    notes: list
+    manifest: dict = None
+    seconds: float = 0.0
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def score(self):
+        return sum(lg.score for lg in self.labs)
+
+    @property
+    def max_score(self):
+        return sum(lg.max_score for lg in self.labs)
+
+
+def num(x):
+    """2.0 -> 2, 2.5 -> 2.5: points as people write them."""
+    return int(x) if float(x).is_integer() else round(x, 2)
+
+
+def test_title(t):
+    where = t.suite or t.lab
+    return f"{'[hidden] ' if t.hidden else ''}{where} / {t.name}"
+
+
+# ---- terminal ----
+def table(grade, verbose=True):
+    lines = [f"== {grade.name}: {num(grade.score)} / {num(grade.max_score)}  ({grade.path})"]
+    for lg in grade.labs:
+        pub = [t for t in lg.tests if not t.hidden]
+        hid = [t for t in lg.tests if t.hidden]
+        parts = [f"{num(sum(t.score for t in pub))} / {num(sum(t.max_score for t in pub))}"]
+        if hid:
+            parts.append(f"hidden {num(sum(t.score for t in hid))} / "
+                         f"{num(sum(t.max_score for t in hid))}")
+        lines.append(f"  {lg.lab.name} ({lg.lab.title}): {num(lg.score)} / {num(lg.max_score)}"
+                     f"  [{', '.join(parts)}]")
+        if lg.build_status == "compile_error":
+            lines.append("    COMPILE ERROR: every case of this lab scores 0. Compiler output:")
+            out = lg.build_output.splitlines()
+            lines += ["      " + line for line in out[:60]]
+            if len(out) > 60:
+                lines.append(f"      [... {len(out) - 60} more lines in grade.json ...]")
+            continue
+        if lg.build_status == "not_submitted":
+            lines.append(f"    NOT SUBMITTED: the submission has no {lg.lab.editable[0]}")
+            continue
+        if not verbose:
+            continue
+        lines.append(f"    {'status':<14}{'points':>9}  test")
+        suite = None
+        for t in lg.tests:
+            if (t.hidden, t.suite) != suite:
+                suite = (t.hidden, t.suite)
+                lines.append(f"    {'[hidden] ' if t.hidden else ''}{t.suite or lg.lab.name}")
+            label = t.status if t.status == "passed" else t.status.upper()
+            pts = f"{num(t.score)} / {num(t.max_score)}"
+            lines.append(f"      {label:<12}{pts:>9}  {t.name}")
+            if t.status != "passed":
+                lines.append(f"      {'':<12}{'':>9}    -> {t.summary}")
+    for n in grade.notes:
+        lines.append(f"  note: {n}")
+    return "\n".join(lines)
+
+
+def summary_table(grades, errors):
+    labs = sorted({lg.lab.name for g in grades for lg in g.labs})
+    width = max([10] + [len(g.name) for g in grades] + [len(n) for n in errors])
+    lines = [f"{'submission':<{width}}  " + "  ".join(f"{lab:>8}" for lab in labs) +
+             f"  {'total':>11}"]
+    for g in grades:
+        cells = []
+        for lab in labs:
+            lg = next((x for x in g.labs if x.lab.name == lab), None)
+            cells.append(f"{num(lg.score) if lg else '-':>8}")
+        lines.append(f"{g.name:<{width}}  " + "  ".join(cells) +
+                     f"  {num(g.score):>5} / {num(g.max_score):<4}")
+    for name, why in errors.items():
+        lines.append(f"{name:<{width}}  NOT GRADED: {why.splitlines()[0]}")
+    return "\n".join(lines)
+
+
+# ---- grade.json ----
+def grade_json(grade):
+    return {
+        "format": GRADE_FORMAT,
+        "submission": {"name": grade.name, "path": grade.path, "manifest": grade.manifest},
+        "score": num(grade.score),
+        "max_score": num(grade.max_score),
+        "labs": [{
+            "lab": lg.lab.name,
+            "title": lg.lab.title,
+            "score": num(lg.score),
+            "max_score": num(lg.max_score),
+            "build": {"status": lg.build_status,
+                      "output": trim(lg.build_output, BUILD_OUTPUT_KEEP)},
+            "file": lg.file,
+            "sha256": lg.sha256,
+            "tests": [{
+                "name": t.name, "suite": t.suite, "hidden": t.hidden,
+                "score": num(t.score), "max_score": num(t.max_score), "status": t.status,
+                "summary": t.summary, "output": t.output, "seconds": round(t.seconds, 3),
+            } for t in lg.tests],
+        } for lg in grade.labs],
+        "notes": grade.notes,
+        "seconds": round(grade.seconds, 2),
+        "settings": grade.settings,
+        "statuses": STATUSES,
+    }
+
+
+# ---- Gradescope results.json ----
+GS_VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
+GS_TOP_FIELDS = {"score", "execution_time", "output", "output_format", "test_output_format",
+                 "test_name_format", "visibility", "stdout_visibility", "extra_data", "tests",
+                 "leaderboard"}
+GS_TEST_FIELDS = {"score", "max_score", "status", "name", "name_format", "number", "output",
+                  "output_format", "tags", "visibility", "extra_data"}
+
+
+def gradescope_json(grade):
+    tests = []
+    for lg in grade.labs:
+        if lg.build_status != "ok":
+            why = ("did not compile; every case of the lab scores 0. Compiler output:\n\n" +
+                   trim(lg.build_output, BUILD_OUTPUT_KEEP)
+                   if lg.build_status == "compile_error" else
+                   f"was not submitted: the submission has no {lg.lab.editable[0]}.")
+            tests.append({"name": f"{lg.lab.name}: build", "score": 0, "max_score": 0,
+                          "status": "failed", "output": f"{lg.lab.name} {why}",
+                          "visibility": "visible"})
+        for t in lg.tests:
+            if t.status == "passed":
+                output = f"Passed ({t.seconds:.2f} s)."
+            else:
+                output = f"{t.summary}\n\n{t.output}".rstrip()
+            tests.append({
+                "name": test_title(t),
+                "score": num(t.score),
+                "max_score": num(t.max_score),
+                "status": "passed" if t.status == "passed" else "failed",
+                "output": output,
+                "visibility": "after_due_date" if t.hidden else "visible",
+                "tags": [lg.lab.name, t.status],
+            })
+    summary = [f"{lg.lab.name} ({lg.lab.title}): {num(lg.score)} / {num(lg.max_score)}"
+               for lg in grade.labs]
+    output = "\n".join(summary + [f"Note: {n}" for n in grade.notes])
+    return {"score": num(grade.score), "execution_time": int(round(grade.seconds)),
+            "output": output, "tests": tests}
+
+
+def validate_gradescope(obj):
+    """Problems with obj as a Gradescope results.json (an empty list when it is valid): the
+    documented fields only, with the documented types, and a score that adds up."""
+    problems = []
+
+    def isnum(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    if not isinstance(obj, dict):
+        return ["results.json is not a JSON object"]
+    problems += [f"unknown top-level field '{k}'" for k in obj if k not in GS_TOP_FIELDS]
+    if not isnum(obj.get("score")):
+        problems.append("top-level 'score' is missing or not a number")
+    tests = obj.get("tests")
+    if not isinstance(tests, list):
+        return problems + ["'tests' is missing or not a list"]
+    for i, t in enumerate(tests):
+        where = f"tests[{i}]"
+        if not isinstance(t, dict):
+            problems.append(f"{where} is not an object")
+            continue
+        problems += [f"{where}: unknown field '{k}'" for k in t if k not in GS_TEST_FIELDS]
+        for key in ("name", "output"):
+            if not isinstance(t.get(key), str):
+                problems.append(f"{where}: '{key}' is missing or not a string")
+        for key in ("score", "max_score"):
+            if not isnum(t.get(key)):
+                problems.append(f"{where}: '{key}' is missing or not a number")
+        if t.get("status") not in ("passed", "failed"):
+            problems.append(f"{where}: 'status' must be 'passed' or 'failed'")
+        if t.get("visibility") not in GS_VISIBILITY:
+            problems.append(f"{where}: 'visibility' must be one of {sorted(GS_VISIBILITY)}")
+        if isnum(t.get("score")) and isnum(t.get("max_score")) and t["score"] > t["max_score"]:
+            problems.append(f"{where}: score exceeds max_score")
+    if isnum(obj.get("score")) and all(isinstance(t, dict) and isnum(t.get("score"))
+                                       for t in tests):
+        total = sum(t["score"] for t in tests)
+        if abs(total - obj["score"]) > 1e-6:
+            problems.append(f"top-level score {obj['score']} != sum of test scores {total}")
+    return problems
+
+
+# ---- JUnit XML ----
+_XML_BAD = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _x(text):
+    return _XML_BAD.sub("?", text)
+
+
+def junit_xml(grade):
+    root = ET.Element("testsuites", name=_x(f"SpecLab grade: {grade.name}"))
+    totals = {"tests": 0, "failures": 0, "errors": 0}
+    for lg in grade.labs:
+        groups = {}
+        for t in lg.tests:
+            groups.setdefault(("[hidden] " if t.hidden else "") + (t.suite or lg.lab.name),
+                              []).append(t)
+        if lg.build_status != "ok":
+            groups = {f"{lg.lab.name}: build": []} | groups
+        for suite_name, tests in groups.items():
+            suite = ET.SubElement(root, "testsuite", name=_x(suite_name))
+            counts = {"tests": 0, "failures": 0, "errors": 0}
+            if not tests:  # the build entry
+                case = ET.SubElement(suite, "testcase", classname=lg.lab.name, name="build")
+                err = ET.SubElement(case, "error", type=lg.build_status,
+                                    message=f"{lg.lab.name}: {lg.build_status}")
+                err.text = _x(trim(lg.build_output, BUILD_OUTPUT_KEEP))
+                counts["tests"] += 1
+                counts["errors"] += 1
+            for t in tests:
+                case = ET.SubElement(suite, "testcase", classname=_x(suite_name),
+                                     name=_x(t.name), time=f"{t.seconds:.3f}")
+                props = ET.SubElement(case, "properties")
+                for k, v in (("points", num(t.score)), ("max_points", num(t.max_score)),
+                             ("status", t.status), ("hidden", str(t.hidden).lower())):
+                    ET.SubElement(props, "property", name=k, value=str(v))
+                counts["tests"] += 1
+                if t.status != "passed":
+                    kind = "failure" if t.status == "failed" else "error"
+                    counts["failures" if kind == "failure" else "errors"] += 1
+                    el = ET.SubElement(case, kind, type=t.status, message=_x(t.summary))
+                    el.text = _x(t.output)
+            for k, v in counts.items():
+                suite.set(k, str(v))
+                totals[k] += v
+    for k, v in totals.items():
+        root.set(k, str(v))
+    root.set("time", f"{grade.seconds:.2f}")
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_all(grade, out_dir):
+    """Writes grade.json, results.json and junit.xml into out_dir; returns their paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = {}
+    for name, text in (("grade.json", json.dumps(grade_json(grade), indent=2) + "\n"),
+                       ("results.json", json.dumps(gradescope_json(grade), indent=2) + "\n"),
+                       ("junit.xml", junit_xml(grade))):
+        path = os.path.join(out_dir, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        paths[name] = path
+    return paths

@@ -1,0 +1,104 @@
+"""Runs a lab's cases against one implementation and turns each run into a scored result.
+
+Every case runs in its own process through tools/testrun.py (the runner ctest uses), with a
+timeout and a memory limit, so a case that throws, crashes, aborts, hangs or allocates without
+bound scores 0 on its own and the others still count.
+"""
+import os
+import re
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import testrun  # noqa: E402  (tools/testrun.py)
+
+# Every status a graded case can have, with the words the reports use for it.
+STATUSES = {
+    "passed": "passed",
+    "failed": "a check failed",
+    "exception": "threw an exception",
+    "segfault": "crashed with a segmentation fault",
+    "abort": "aborted",
+    "crashed": "was killed by a signal",
+    "timeout": "exceeded its time limit",
+    "memory": "exceeded its memory limit",
+    "output_limit": "printed more output than allowed",
+    "exited": "ended the test process (exit())",
+    "skipped": "was skipped",
+    "error": "could not be run",
+    "compile_error": "not run: the lab did not compile",
+    "not_submitted": "not run: the submission has no file for this lab",
+}
+OUTPUT_KEEP = 8000  # characters of a case's output kept in the reports, from each end
+
+
+@dataclass
+class TestResult:
+    lab: str
+    name: str
+    suite: str
+    hidden: bool
+    max_score: float
+    score: float
+    status: str
+    summary: str   # one line: what happened
+    output: str    # the case's output, trimmed
+    seconds: float = 0.0
+
+
+def classify(run):
+    """The grading status of a testrun.CaseRun."""
+    if run.status == "crashed":
+        return {"SIGSEGV": "segfault", "SIGBUS": "segfault", "SIGABRT": "abort",
+                "SIGXFSZ": "output_limit"}.get(run.signal, "crashed")
+    if run.status == "missing":
+        return "error"
+    return run.status if run.status in STATUSES else "error"
+
+
+def summarize(status, output, run=None, name=""):
+    """One line that says what went wrong, for the table and the reports."""
+    if status == "passed":
+        return "passed"
+    if status == "exception":
+        m = re.search(r"THREW exception: (.*)", output)
+        return (f"threw an exception: {m.group(1).strip().strip(chr(34))[:300]}" if m
+                else STATUSES[status])
+    if status == "failed":
+        m = re.search(r"ERROR: (.*)", output)
+        return m.group(1).strip()[:300] if m else STATUSES[status]
+    if status in ("segfault", "abort", "crashed", "output_limit") and run is not None:
+        return f"{STATUSES[status]} (killed by {run.signal})"
+    m = re.search(r"^(TIMEOUT|MEMORY|EXITED|ERROR): (.*)$", output, re.M)
+    if not m:
+        return STATUSES[status]
+    return m.group(2).replace(f"'{name}' ", "", 1).strip()[:300]
+
+
+def trim(text, keep=OUTPUT_KEEP):
+    if len(text) <= 2 * keep:
+        return text
+    return f"{text[:keep]}\n[... {len(text) - 2 * keep} characters left out ...]\n{text[-keep:]}"
+
+
+def run_cases(exe, cases, points, lab, hidden, timeout, mem_mb, jobs, clean=lambda s: s):
+    """Runs every (name, suite) in cases against exe; returns [TestResult] in the same order."""
+    def one(case):
+        name, suite = case
+        run = testrun.run_case_detail(exe, name, timeout=timeout, mem_mb=mem_mb, output_mb=16)
+        status = classify(run)
+        output = trim(clean(run.output))
+        score = points[name] if status == "passed" else 0.0
+        return TestResult(lab, name, suite, hidden, points[name], score, status,
+                          summarize(status, output, run, name), output,
+                          run.seconds)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, cases))
+
+
+def not_run(cases, points, lab, hidden, status, why):
+    """Results for cases that could not run (compile error, nothing submitted): 0 each."""
+    return [TestResult(lab, name, suite, hidden, points[name], 0.0, status, why, "")
+            for name, suite in cases]

@@ -1,0 +1,245 @@
+"""The grader's isolated copy of the repository and its grading build.
+
+    WORK/src/    a copy of the repository's source files (no build outputs, no .git)
+    WORK/build/  a Release build of WORK/src, configured once and reused by every run
+    WORK/lock    one grader at a time per WORK folder
+
+The instructor's checkout is only ever read. Each run refreshes WORK/src from it, writing only
+the files whose content changed, so the build stays incremental: grading a submission recompiles
+the lab's starter target and relinks its test executables, nothing else. A student's file is
+written into WORK/src only; hidden tests are compiled from where they live
+(SPECLAB_HIDDEN_TESTS_DIR) and never enter WORK/src.
+"""
+import fcntl
+import glob
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+from . import GradingError
+from .labs import declared_labs, read_cases
+
+EXCLUDED_TOP = re.compile(r"^(build[^/]*|\.git|\.venv|out|grades|__pycache__)(/|$)")
+
+
+def _repo_files(repo, excluded):
+    """Repository-relative paths of the source files: what git tracks plus untracked files it
+    does not ignore (a lab in progress counts), or, outside git, every file but build outputs."""
+    try:
+        out = subprocess.run(["git", "-C", repo, "ls-files", "-z", "--cached", "--others",
+                              "--exclude-standard"], capture_output=True, check=True).stdout
+        files = [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+    except (OSError, subprocess.CalledProcessError):
+        files = []
+        for dirpath, dirnames, filenames in os.walk(repo):
+            rel = os.path.relpath(dirpath, repo).replace(os.sep, "/")
+            rel = "" if rel == "." else rel + "/"
+            dirnames[:] = [d for d in dirnames if not EXCLUDED_TOP.match(rel + d)]
+            files += [rel + f for f in filenames]
+    keep = []
+    for rel in files:
+        if EXCLUDED_TOP.match(rel) or "__pycache__/" in rel or rel.endswith(".pyc"):
+            continue
+        if any(rel == e or rel.startswith(e + "/") for e in excluded):
+            continue
+        if os.path.isfile(os.path.join(repo, rel)):
+            keep.append(rel)
+    return keep
+
+
+def _write_if_changed(path, data):
+    """Writes data unless the file already holds it. A write always gets a fresh mtime, so make
+    rebuilds what depends on it. Returns True when it wrote."""
+    try:
+        with open(path, "rb") as f:
+            if f.read() == data:
+                return False
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    return True
+
+
+def _inside(path, root):
+    path, root = os.path.realpath(path), os.path.realpath(root)
+    return path == root or path.startswith(root + os.sep)
+
+
+class Workspace:
+    def __init__(self, repo, work, hidden=None, jobs=2, log=None):
+        self.repo = os.path.realpath(repo)
+        self.work = os.path.abspath(work)
+        self.src = os.path.join(self.work, "src")
+        self.build = os.path.join(self.work, "build")
+        self.hidden = os.path.realpath(hidden) if hidden else None
+        self.jobs = max(1, int(jobs))
+        self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+        self._lock = None
+        self._placed = set()
+
+    # ---- lifetime ----
+    def __enter__(self):
+        os.makedirs(self.work, exist_ok=True)
+        self._lock = open(os.path.join(self.work, "lock"), "w")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.log(f"grade: waiting for another grader that uses {self.work}")
+            fcntl.flock(self._lock, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.restore_editable()
+        finally:
+            self._lock.close()
+
+    # ---- the copy ----
+    def sync(self):
+        """Makes WORK/src hold exactly the repository's source files."""
+        excluded = []
+        for path in (self.hidden, self.work):
+            if path and _inside(path, self.repo):
+                excluded.append(os.path.relpath(path, self.repo).replace(os.sep, "/"))
+        files = _repo_files(self.repo, excluded)
+        if not files:
+            raise GradingError(f"{self.repo} holds no source files")
+        wanted = set(files)
+        changed = 0
+        for rel in files:
+            with open(os.path.join(self.repo, rel), "rb") as f:
+                changed += _write_if_changed(os.path.join(self.src, rel), f.read())
+        for dirpath, dirnames, filenames in os.walk(self.src, topdown=False):
+            for name in filenames:
+                full = os.path.join(dirpath, name)
+                if os.path.relpath(full, self.src).replace(os.sep, "/") not in wanted:
+                    os.remove(full)
+                    changed += 1
+            if dirpath != self.src and not os.listdir(dirpath):
+                os.rmdir(dirpath)
+        return changed
+
+    def restore_editable(self):
+        """Puts the repository's own editable files back into WORK/src."""
+        for rel in self._placed:
+            src = os.path.join(self.repo, rel)
+            if os.path.exists(src):
+                with open(src, "rb") as f:
+                    _write_if_changed(os.path.join(self.src, rel), f.read())
+        self._placed = set()
+
+    def place(self, rel, data):
+        """Writes a student's file into WORK/src (never into the repository)."""
+        self._placed.add(rel)
+        _write_if_changed(os.path.join(self.src, rel), data)
+
+    # ---- the build ----
+    def _cmake(self, args, timeout):
+        """Runs cmake; returns (exit code or None on timeout, output). A timeout stops the whole
+        process group, compilers included."""
+        p = subprocess.Popen(["cmake"] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            out, _ = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate()
+            return None, (out.decode("utf-8", "replace") +
+                          f"\nThe build was stopped after {timeout:g} s.")
+        return p.returncode, out.decode("utf-8", "replace")
+
+    def configure(self):
+        hidden = self.hidden or ""
+        t = time.monotonic()
+        for stale in glob.glob(os.path.join(self.build, "labtests", "*.lab")):
+            os.remove(stale)  # configuring writes one per declared lab; a removed lab leaves none
+        rc, out = self._cmake(["-S", self.src, "-B", self.build, "-DCMAKE_BUILD_TYPE=Release",
+                               "-DSPECLAB_ASAN=OFF", f"-DSPECLAB_HIDDEN_TESTS_DIR={hidden}"], 600)
+        if rc != 0:
+            raise GradingError(f"configuring the grading build in {self.build} failed:\n"
+                               f"{out[-6000:]}")
+        self.log(f"grade: configured {self.build} ({time.monotonic() - t:.1f} s)")
+
+    def labs(self):
+        return declared_labs(self.build)
+
+    def build_targets(self, targets, timeout):
+        """Builds targets; returns (ok, output)."""
+        rc, out = self._cmake(["--build", self.build, "-j", str(self.jobs), "--target"] + targets,
+                              timeout)
+        return rc == 0, out
+
+    def hidden_sources(self, lab):
+        if not self.hidden:
+            return []
+        d = os.path.join(self.hidden, lab.name)
+        return sorted(f for f in os.listdir(d) if f.endswith(".cpp")) if os.path.isdir(d) else []
+
+    def targets(self, lab, impl):
+        """The test executables of `lab` for impl (solution or starter)."""
+        t = [f"{lab.name}_tests_{impl}"]
+        if self.hidden_sources(lab):
+            t.append(f"{lab.name}_hidden_{impl}")
+        return t
+
+    def exe(self, lab, impl, hidden=False):
+        name = f"{lab.name}_hidden_{impl}" if hidden else f"{lab.name}_{impl}"
+        return os.path.join(self.build, "labtests", name)
+
+    def build_reference(self, lab):
+        t = time.monotonic()
+        ok, out = self.build_targets(self.targets(lab, "solution"), 1800)
+        if not ok:
+            raise GradingError(f"the reference solution of {lab.name} does not build in the "
+                               f"grading build:\n{self.clean_build_output(out)[-8000:]}")
+        self.log(f"grade: {lab.name} reference built ({time.monotonic() - t:.1f} s)")
+
+    def cases(self, lab, hidden=False):
+        """[(case name, suite)] of the lab's public or hidden cases, from the built solution."""
+        listed = list_cases(self.exe(lab, "solution", hidden))
+        if hidden:
+            return listed
+        names = read_cases(os.path.join(self.build, "labtests", f"{lab.name}.cases"))
+        suites = dict(listed)
+        if set(names) != set(suites):
+            raise GradingError(f"{lab.name}.cases and the test executable disagree: rebuild")
+        return [(n, suites[n]) for n in names]
+
+    def clean_build_output(self, text):
+        """Build output as a student should see it: compiler messages with paths relative to
+        the repository, without make's progress lines."""
+        keep = []
+        for line in text.splitlines():
+            if re.match(r"^\[\s*\d+%\]|^g?make(\[\d+\])?: |^Consolidate compiler|^-- ", line):
+                continue
+            keep.append(line)
+        out = "\n".join(keep)
+        return self.relative_paths(out).strip()
+
+    def relative_paths(self, text):
+        text = text.replace(self.src + "/", "").replace(self.build + "/", "build/")
+        if self.hidden:
+            text = text.replace(self.hidden + "/", "<hidden>/")
+        return text
+
+
+def list_cases(exe):
+    """[(case name, suite)] from a doctest executable, in file order."""
+    try:
+        p = subprocess.run([exe, "--list-test-cases", "--reporters=xml", "--no-version"],
+                           capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise GradingError(f"listing the test cases of {exe} failed: {e}") from None
+    if p.returncode != 0:
+        raise GradingError(f"listing the test cases of {exe} failed (exit {p.returncode})")
+    try:
+        root = ET.fromstring(p.stdout)
+    except ET.ParseError as e:
+        raise GradingError(f"{exe} listed its test cases in a form the grader cannot read: "
+                           f"{e}") from None
+    return [(tc.get("name"), tc.get("testsuite") or "") for tc in root.iter("TestCase")]
