@@ -79,7 +79,7 @@ def test_out_dash_writes_to_standard_output():
 
 @pytest.mark.parametrize("args, message", [
     (["--regime", "sawtooth"], "sawtooth not in"),
-    (["--model", "llama"], "llama not in"),
+    (["--model", "llama"], "'llama' is neither 'toy', 'smollm2' nor an existing model file"),
     (["--k", "0"], "--k"),
 ])
 def test_bad_options_are_rejected_with_a_message(tmp_path, args, message):

@@ -255,8 +255,10 @@ def drafter_cost_csv(speclab: Path, given: Path | None, out: Path) -> Path | Non
         if not given.is_file():
             raise SystemExit(f"plots: --drafter-cost {given} does not exist")
         return given
-    helptext = subprocess.run([str(speclab), "--help"], capture_output=True, text=True).stdout
-    if "bench" not in helptext:
+    # `speclab bench` exists (the drafter arena); look for the drafter-cost benchmark itself.
+    helptext = subprocess.run([str(speclab), "bench", "--help"], capture_output=True,
+                              text=True).stdout
+    if "drafter-cost" not in helptext:
         return None
     path = out / "data" / "drafter_cost.csv"
     subprocess.run([str(speclab), "bench", "drafter-cost", "--out", str(path)], check=True)

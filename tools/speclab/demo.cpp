@@ -1,41 +1,54 @@
-// `speclab demo`: plain vs speculative decoding on the toy target, one line per regime.
+// `speclab demo`: the README's first command. Plain vs speculative decoding side by side, on
+// SmolLM2 when it is cached or can be fetched, otherwise on the toy target, with one line that
+// says why.
 #include <cstdio>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "commands.h"
+#include "factory.h"
 #include "mini_engine/spec/loop.h"
 #include "mini_engine/targets/toy_target.h"
-#include "prompt_lookup.h"
+#include "workloads.h"
 
 namespace speclab::cli {
 namespace {
 
 struct DemoOptions {
+  std::string model = "auto";  // auto | smollm2 | toy
   int k = 5;
   int n = 2;
-  int max_new_tokens = 256;
+  int max_new_tokens = 0;      // 0: 256 on the toy target, 96 on SmolLM2
+  int threads = 0;
   std::uint64_t seed = 0;
+  bool no_color = false;
 };
 
 // Returns false when speculative output differs from the baseline.
-bool demo_regime(ToyRegime regime, const DemoOptions& o) {
-  ToyTargetConfig cfg;
-  cfg.regime = regime;
-  cfg.seed = o.seed;
-  cfg.vocab_size = regime == ToyRegime::random ? 4096 : 512;
-  ToyTarget target(cfg);
-  const std::vector<Token> prompt = target.make_prompt(16);
+bool demo_regime(ToyRegime regime, const DemoOptions& o, int max_new_tokens) {
+  TargetOptions t;
+  t.regime = to_string(regime);
+  t.toy_seed = o.seed;
+  t.toy_length_hint = 16 + max_new_tokens;
+  Model model = load_model(t);
+  auto* toy = dynamic_cast<ToyTarget*>(model.target.get());
+  const std::vector<Token> prompt = toy->make_prompt(16);
   DecodeConfig dc;
-  dc.max_new_tokens = o.max_new_tokens;
+  dc.max_new_tokens = max_new_tokens;
   dc.k = o.k;
-  const GenerationResult base = run_baseline(target, prompt, dc);
-  PromptLookupDrafter drafter(o.n);
-  const GenerationResult spec = run_speculative(target, drafter, greedy_verify_rule(), prompt, dc);
+  const GenerationResult base = run_baseline(*model.target, prompt, dc);
+  DrafterOptions d;
+  d.drafter = "prompt-lookup";
+  d.n = o.n;
+  std::unique_ptr<Drafter> drafter = make_drafter(d, o.k);
+  const GenerationResult spec =
+      run_speculative(*model.target, *drafter, make_verify_rule(dc.sampling), prompt, dc);
   const bool same = spec.tokens == base.tokens;
-  const double reduction =
-      1.0 - static_cast<double>(spec.stats.target_runs) / static_cast<double>(base.stats.target_runs);
+  const double reduction = 1.0 - static_cast<double>(spec.stats.target_runs) /
+                                     static_cast<double>(base.stats.target_runs);
   std::printf("%-9s %7lld %7lld %9.2f %10.1f%%  %s\n", to_string(regime).c_str(),
               static_cast<long long>(base.stats.target_runs),
               static_cast<long long>(spec.stats.target_runs), spec.stats.tokens_per_run(),
@@ -43,32 +56,138 @@ bool demo_regime(ToyRegime regime, const DemoOptions& o) {
   return same;
 }
 
+bool toy_demo(const DemoOptions& o) {
+  const int max_new = o.max_new_tokens > 0 ? o.max_new_tokens : 256;
+  std::printf("SpecLab demo: greedy decoding of %d tokens on the toy target, prompt lookup n=%d, "
+              "k=%d\n\n",
+              max_new, o.n, o.k);
+  std::printf("%-9s %7s %7s %9s %11s  %s\n", "regime", "plain", "spec", "tokens/", "target-run",
+              "output vs");
+  std::printf("%-9s %7s %7s %9s %11s  %s\n", "", "runs", "runs", "run", "reduction", "plain");
+  bool ok = true;
+  for (ToyRegime r : {ToyRegime::periodic, ToyRegime::markov, ToyRegime::random}) {
+    ok = demo_regime(r, o, max_new) && ok;
+  }
+  std::printf("\nTokens per run = emitted tokens / target runs. Periodic text is easy to guess;\n"
+              "random text cannot be guessed at all, so speculation saves nothing there.\n");
+  return ok;
+}
+
+// SmolLM2 on one code-editing prompt: plain decoding, then speculative decoding with the reply
+// streamed and accepted drafts highlighted, then both timings.
+bool model_demo(Model& model, const DemoOptions& o) {
+  const int max_new = o.max_new_tokens > 0 ? o.max_new_tokens : 96;
+  const Workload w = find_workload("code_edit");
+  const Conversation& c = w.items.front();
+  std::vector<Token> prompt = model.codec->system_prompt(c.system);
+  const std::vector<Token> user = model.codec->user_turn(c.turns.front());
+  prompt.insert(prompt.end(), user.begin(), user.end());
+  check_fits_context(*model.target, prompt.size(), max_new);
+
+  DecodeConfig dc;
+  dc.max_new_tokens = max_new;
+  dc.k = o.k;
+  dc.stop_tokens = model.codec->stop_tokens();
+  std::printf("SpecLab demo: %s, greedy, up to %d new tokens, prompt lookup n=%d, k=%d\n\n",
+              model.description.c_str(), max_new, o.n, o.k);
+  std::printf("user> %s\n\n", c.turns.front().c_str());
+  std::fflush(stdout);
+
+  model.target->truncate(0);
+  const GenerationResult base = run_baseline(*model.target, prompt, dc);
+
+  DrafterOptions d;
+  d.drafter = "prompt-lookup";
+  d.n = o.n;
+  std::unique_ptr<Drafter> drafter = make_drafter(d, o.k);
+  const bool color = !o.no_color && color_wanted(stdout);
+  std::printf("assistant (speculative%s)>\n",
+              color ? std::string(", ").append(TokenPrinter::kHighlight)
+                          .append("accepted drafts")
+                          .append(TokenPrinter::kReset)
+                          .c_str()
+                    : "");
+  TokenPrinter printer(*model.codec, stdout, color, dc.stop_tokens);
+  dc.on_round = [&](const RoundRecord& r) { printer.print_round(r); };
+  model.target->truncate(0);
+  const GenerationResult spec =
+      run_speculative(*model.target, *drafter, make_verify_rule(dc.sampling), prompt, dc);
+  printer.finish();
+  const bool same = spec.tokens == base.tokens;
+  std::printf("\n\n%-12s %7s %9s %9s\n", "", "target", "tokens/", "tokens/s");
+  std::printf("%-12s %7s %9s %9s\n", "", "runs", "run", "");
+  for (const auto* r : {&base, &spec}) {
+    std::printf("%-12s %7lld %9.2f %9.1f\n", r == &base ? "plain" : "speculative",
+                static_cast<long long>(r->stats.target_runs), r->stats.tokens_per_run(),
+                static_cast<double>(r->stats.emitted) / r->stats.total_seconds);
+  }
+  std::printf("\nSpeedup %.2fx; the speculative output is %s to plain decoding.\n",
+              base.stats.total_seconds / spec.stats.total_seconds,
+              same ? "identical" : "NOT identical");
+  std::printf("More: speclab generate / chat / bench --help (and --model toy for the toy "
+              "target).\n");
+  return same;
+}
+
+void run_demo(const DemoOptions& o) {
+  bool ok = true;
+  if (o.model == "toy") {
+    ok = toy_demo(o);
+  } else {
+    std::string why;
+    std::optional<Model> model;
+    if (!fetch_smollm2(&why)) {
+      if (o.model == "smollm2") throw UsageError("--model smollm2: " + why);
+    } else {
+      TargetOptions t;
+      t.model = "smollm2";
+      t.threads = o.threads;
+      try {
+        model = load_model(t);
+      } catch (const UsageError& e) {
+        if (o.model == "smollm2") throw;
+        why = e.what();
+      }
+    }
+    if (model) {
+      ok = model_demo(*model, o);
+    } else {
+      std::printf("(SmolLM2 is not available: %s. Showing the toy target instead.)\n\n",
+                  why.c_str());
+      ok = toy_demo(o);
+    }
+  }
+  if (!ok) throw std::runtime_error("speculative output differed from plain decoding");
+}
+
 }  // namespace
 
 void add_demo(CLI::App& app) {
-  auto opts = std::make_shared<DemoOptions>();
+  auto o = std::make_shared<DemoOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "demo", "Plain vs speculative (prompt lookup) decoding on the toy target, for each regime");
-  cmd->add_option("--k", opts->k, "Drafts per round")->check(CLI::Range(1, 64));
-  cmd->add_option("--n", opts->n, "n-gram size for prompt lookup")->check(CLI::Range(1, 64));
-  cmd->add_option("--max-new-tokens", opts->max_new_tokens, "Tokens to generate")
-      ->check(CLI::Range(1, 100000));
-  cmd->add_option("--seed", opts->seed, "Toy target seed");
-  cmd->callback([opts]() {
-    std::printf("SpecLab demo: greedy decoding of %d tokens on the toy target, prompt lookup n=%d, "
-                "k=%d\n\n",
-                opts->max_new_tokens, opts->n, opts->k);
-    std::printf("%-9s %7s %7s %9s %11s  %s\n", "regime", "plain", "spec", "tokens/", "target-run",
-                "output vs");
-    std::printf("%-9s %7s %7s %9s %11s  %s\n", "", "runs", "runs", "run", "reduction", "plain");
-    bool ok = true;
-    for (ToyRegime r : {ToyRegime::periodic, ToyRegime::markov, ToyRegime::random}) {
-      ok = demo_regime(r, *opts) && ok;
-    }
-    std::printf("\nTokens per run = emitted tokens / target runs. Periodic text is easy to guess;\n"
-                "random text cannot be guessed at all, so speculation saves nothing there.\n");
-    if (!ok) throw CLI::RuntimeError("speculative output differed from plain decoding", 1);
-  });
+      "demo",
+      "Plain vs speculative (prompt lookup) decoding side by side: on SmolLM2 when it is cached "
+      "or can be fetched, otherwise on the toy target");
+  cmd->add_option("--model", o->model,
+                  "auto: SmolLM2 if it can be had, else the toy target; or smollm2, or toy")
+      ->check(CLI::IsMember({"auto", "smollm2", "toy"}))
+      ->capture_default_str();
+  cmd->add_option("--k", o->k, "Drafts per round")
+      ->check(int_in(1, 64, "drafts per round"))
+      ->capture_default_str();
+  cmd->add_option("--n", o->n, "n-gram size for prompt lookup")
+      ->check(int_in(1, 64, "n-gram size"))
+      ->capture_default_str();
+  cmd->add_option("--max-new-tokens", o->max_new_tokens,
+                  "Tokens to generate; 0 = 256 on the toy target, 96 on SmolLM2")
+      ->check(int_in(0, 100000, "tokens to generate"))
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads, "CPU threads for SmolLM2; 0 = every core")
+      ->check(int_in(0, 1024, "CPU threads"))
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Toy target seed")->capture_default_str();
+  cmd->add_flag("--no-color", o->no_color, "Plain text even on a terminal");
+  cmd->callback([o]() { run_demo(*o); });
 }
 
 }  // namespace speclab::cli

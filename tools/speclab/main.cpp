@@ -1,22 +1,50 @@
-// speclab: the command-line front end. Subcommands live in their own files.
+// speclab: the command-line front end. Subcommands live in their own files; the flags they share
+// are built in factory.cpp. This main() is linked twice: into speclab-solution (the labs'
+// reference solutions) and speclab-starter (the student's starters). build/bin/speclab picks one
+// by LAB_IMPL (launcher.cpp).
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <exception>
-#include <iostream>
+#include <string>
 
 #include "commands.h"
+#include "factory.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"speclab: n-gram speculative decoding, from the SpecLab course"};
+  using namespace speclab::cli;
+  const std::string impl = lab_impl();
+  CLI::App app{"speclab: n-gram speculative decoding, from the SpecLab course.\n"
+               "Drafters and verify rules: the labs' " +
+               std::string(impl == "starter" ? "starters (your code)" : "reference solutions") +
+               " (LAB_IMPL=" + impl + ").",
+               "speclab"};
   app.require_subcommand(1);
-  speclab::cli::add_demo(app);
-  speclab::cli::add_trace(app);
+  app.set_version_flag("--version", "speclab 0.1.0 (LAB_IMPL=" + impl + ")");
+  add_demo(app);
+  add_generate(app);
+  add_chat(app);
+  add_bench(app);
+  add_trace(app);
+  for (CLI::App* sub : app.get_subcommands({})) {
+    sub->footer("Drafters and verify rules come from LAB_IMPL=" + impl + ".");
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "speclab: error: %s\n", e.what());
+    return 2;
+  } catch (const speclab::TodoError& e) {
+    std::fprintf(stderr,
+                 "speclab: your starter is not finished: %s\n"
+                 "  (LAB_IMPL=starter runs labs/*/starter.cpp; unset LAB_IMPL to run the "
+                 "reference solutions)\n",
+                 e.what());
+    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "speclab: error: " << e.what() << '\n';
+    std::fprintf(stderr, "speclab: error: %s\n", e.what());
     return 1;
   }
   return 0;

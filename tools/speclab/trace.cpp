@@ -10,6 +10,8 @@
 //              "plain" (no draft was proposed: an ordinary decode step)
 //   draft_s    seconds spent in the drafter this round
 //   verify_s   seconds spent in the verify pass this round
+//   text       (real models only) the emitted tokens as text
+// Any model, drafter and verify rule the other subcommands take works here (factory.h).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -22,22 +24,17 @@
 #include <vector>
 
 #include "commands.h"
-#include "mini_engine/spec/loop.h"
-#include "mini_engine/targets/toy_target.h"
-#include "prompt_lookup.h"
+#include "factory.h"
+#include "prompt.h"
 
 namespace speclab::cli {
 namespace {
 
 struct TraceOptions {
-  std::string model = "toy";
-  std::string regime = "periodic";
-  int k = 5;
-  int n = 2;
-  int max_new_tokens = 256;
-  int prompt_len = 16;
-  double noise = -1.0;  // -1: the regime's default
-  std::uint64_t seed = 0;
+  TargetOptions target;
+  DrafterOptions drafter;
+  DecodeOptions decode;
+  PromptOptions prompt;
   std::string out;  // "-" = standard output
 };
 
@@ -46,27 +43,28 @@ const char* last_kind(const RoundRecord& r) {
   return r.bonus ? "bonus" : "correction";
 }
 
-nlohmann::ordered_json round_to_json(std::int64_t index, const RoundRecord& r) {
-  return {{"round", index},
-          {"position", r.position},
-          {"draft", r.drafts},
-          {"accepted", r.accepted},
-          {"emitted", r.emitted},
-          {"last", last_kind(r)},
-          {"draft_s", r.draft_seconds},
-          {"verify_s", r.verify_seconds}};
+nlohmann::ordered_json round_to_json(std::int64_t index, const RoundRecord& r,
+                                     const TextCodec& codec) {
+  nlohmann::ordered_json j = {{"round", index},         {"position", r.position},
+                              {"draft", r.drafts},      {"accepted", r.accepted},
+                              {"emitted", r.emitted},   {"last", last_kind(r)},
+                              {"draft_s", r.draft_seconds}, {"verify_s", r.verify_seconds}};
+  // Tokens can end inside a UTF-8 character; dump() below replaces such bytes.
+  if (codec.is_text()) j["text"] = codec.decode(r.emitted);
+  return j;
 }
 
-void run_trace(const TraceOptions& o) {
-  ToyTargetConfig cfg;
-  cfg.regime = parse_toy_regime(o.regime);
-  cfg.seed = o.seed;
-  cfg.noise = o.noise;
-  // The random regime never repeats a token only while the sequence is shorter than the vocabulary.
-  cfg.vocab_size =
-      cfg.regime == ToyRegime::random ? std::max(4096, o.prompt_len + o.max_new_tokens + 1) : 512;
-  ToyTarget target(cfg);
-  const std::vector<Token> prompt = target.make_prompt(o.prompt_len);
+void run_trace(TraceOptions o) {
+  o.target.toy_seed = o.decode.seed;
+  o.target.toy_length_hint = o.prompt.toy_prompt_len + o.decode.max_new_tokens;
+  Model model = load_model(o.target);
+  const std::vector<Token> prompt = resolve_prompt(o.prompt, model);
+  std::unique_ptr<Drafter> drafter = make_drafter(o.drafter, o.decode.k);
+  if (drafter) check_n_fits(o.drafter, *model.target, prompt.size(), o.decode.max_new_tokens);
+  check_fits_context(*model.target, prompt.size(), o.decode.max_new_tokens);
+  DecodeConfig dc = decode_config(o.decode);
+  dc.stop_tokens = model.codec->stop_tokens();
+  const VerifyRule verify = drafter ? make_verify_rule(dc.sampling) : VerifyRule{};
 
   std::ofstream file;
   std::ostream* out = &std::cout;
@@ -75,44 +73,40 @@ void run_trace(const TraceOptions& o) {
     if (!file) throw std::runtime_error("trace: cannot open '" + o.out + "' for writing");
     out = &file;
   }
-
-  DecodeConfig dc;
-  dc.max_new_tokens = o.max_new_tokens;
-  dc.k = o.k;
   std::int64_t index = 0;
-  dc.on_round = [&](const RoundRecord& r) { *out << round_to_json(index++, r).dump() << '\n'; };
-  PromptLookupDrafter drafter(o.n);
-  const GenerationResult result =
-      run_speculative(target, drafter, greedy_verify_rule(), prompt, dc);
+  dc.on_round = [&](const RoundRecord& r) {
+    *out << round_to_json(index++, r, *model.codec)
+                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+         << '\n';
+  };
+  const GenerationResult result = run_decode(*model.target, drafter.get(), verify, prompt, dc);
   out->flush();
   if (!*out) throw std::runtime_error("trace: writing '" + o.out + "' failed");
-  std::fprintf(stderr, "trace: %s, %s, k=%d: %s\n", target.name().c_str(), drafter.name().c_str(),
-               o.k, result.stats.summary().c_str());
+  std::fprintf(stderr, "trace: %s, %s, k=%d: %s\n", model.description.c_str(),
+               drafter ? drafter->name().c_str() : "none (plain decoding)", o.decode.k,
+               result.stats.summary().c_str());
 }
 
 }  // namespace
 
 void add_trace(CLI::App& app) {
-  auto opts = std::make_shared<TraceOptions>();
+  auto o = std::make_shared<TraceOptions>();
+  o->drafter.n = 2;               // the book's traces use bigrams
+  o->decode.max_new_tokens = 256;
   CLI::App* cmd = app.add_subcommand(
       "trace", "Run speculative decoding and write one JSON line per verify round");
-  cmd->add_option("--model", opts->model, "Target model (only 'toy' for now)")
-      ->check(CLI::IsMember({"toy"}));
-  cmd->add_option("--regime", opts->regime, "Toy target regime")
-      ->check(CLI::IsMember({"periodic", "markov", "random"}));
-  cmd->add_option("--k", opts->k, "Drafts per round")->check(CLI::Range(1, 64));
-  cmd->add_option("--n", opts->n, "n-gram size for prompt lookup")->check(CLI::Range(1, 64));
-  cmd->add_option("--max-new-tokens", opts->max_new_tokens, "Tokens to generate")
-      ->check(CLI::Range(1, 100000));
-  cmd->add_option("--prompt-len", opts->prompt_len, "Prompt length in tokens")
-      ->check(CLI::Range(1, 4096));
-  cmd->add_option("--noise", opts->noise,
-                  "Chance a position departs from the regime's rule (-1: the regime's default)")
-      ->check(CLI::Range(-1.0, 1.0));
-  cmd->add_option("--seed", opts->seed, "Toy target seed");
-  cmd->add_option("--out", opts->out, "Output file (JSON Lines), or - for standard output")
+  add_prompt_flags(*cmd, o->prompt);
+  cmd->add_option("--prompt-len", o->prompt.toy_prompt_len,
+                  "Toy target only: the length of its own prompt, when no --prompt is given")
+      ->check(int_in(1, 4096, "prompt tokens"))
+      ->capture_default_str()
+      ->group("Toy target");
+  add_target_flags(*cmd, o->target);
+  add_drafter_flags(*cmd, o->drafter);
+  add_decode_flags(*cmd, o->decode);
+  cmd->add_option("--out", o->out, "Output file (JSON Lines), or - for standard output")
       ->required();
-  cmd->callback([opts]() { run_trace(*opts); });
+  cmd->callback([o]() { run_trace(*o); });
 }
 
 }  // namespace speclab::cli

@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""The speclab CLI run as a user runs it: subcommands and their --help, bad input (clear message,
+non-zero exit), generate / chat / bench on the toy target, colour only on a terminal, LAB_IMPL.
+
+Standard library only. Run one class: test_cli.py BadInput (ctest runs each class as a test).
+SPECLAB_BIN names build/bin/speclab (the launcher).
+"""
+import json
+import os
+import pty
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECLAB = os.environ.get("SPECLAB_BIN", str(ROOT / "build" / "bin" / "speclab"))
+ESC = "\x1b["
+ALL_DRAFTERS = ("prompt-lookup", "ngram", "nasd", "pool", "sa", "sa+ngram", "auto")
+
+
+def speclab(*args, stdin=None, env=None, timeout=120):
+    """Runs speclab; returns (exit code, stdout, stderr) as text (bytes kept as-is where invalid)."""
+    full_env = dict(os.environ)
+    full_env.pop("NO_COLOR", None)
+    full_env.pop("LAB_IMPL", None)
+    full_env.update(env or {})
+    p = subprocess.run([SPECLAB, *args], input=stdin, capture_output=True, env=full_env,
+                       timeout=timeout)
+    return (p.returncode, p.stdout.decode("utf-8", "replace"),
+            p.stderr.decode("utf-8", "replace"))
+
+
+def speclab_on_tty(*args, timeout=60):
+    """Runs speclab with stdout and stderr on a pseudo-terminal; returns (exit code, output)."""
+    env = dict(os.environ)
+    env.pop("NO_COLOR", None)
+    env.pop("LAB_IMPL", None)
+    master, slave = pty.openpty()
+    p = subprocess.Popen([SPECLAB, *args], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
+                         env=env, close_fds=True)
+    os.close(slave)
+    out = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], timeout)
+        if not ready:
+            p.kill()
+            raise AssertionError("speclab on a terminal timed out")
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return p.wait(timeout=timeout), out.decode("utf-8", "replace")
+
+
+class BadInput(unittest.TestCase):
+    """Each bad input: a clear message on stderr and a non-zero exit code."""
+
+    def assert_refused(self, args, *needles, stdin=None):
+        rc, out, err = speclab(*args, stdin=stdin)
+        self.assertNotEqual(rc, 0, f"speclab {' '.join(map(str, args))} succeeded; stderr: {err}")
+        for needle in needles:
+            self.assertIn(needle, err, f"stderr of speclab {' '.join(map(str, args))}")
+        self.assertNotIn("terminate called", err)  # an exception, not a crash
+        return err
+
+    def test_empty_prompt(self):
+        self.assert_refused(["generate", "--model", "toy", "--prompt", ""], "the prompt is empty")
+        self.assert_refused(["generate", "--model", "toy", "--prompt", "  \n"], "the prompt is empty")
+
+    def test_k_zero_and_k_above_64(self):
+        for k in ("0", "65"):
+            for cmd in ("generate", "chat", "bench"):
+                self.assert_refused([cmd, "--model", "toy", "--k", k], "--k",
+                                    "must be between 1 and 64 (drafts per round)")
+
+    def test_n_larger_than_the_context(self):
+        self.assert_refused(["generate", "--model", "toy", "--context", "64", "--max-new-tokens",
+                             "32", "--n", "100"], "--n 100 is larger than the context")
+        self.assert_refused(["bench", "--model", "toy", "--n", "500", "--max-new-tokens", "16",
+                             "--repeats", "1", "--csv", "", "--json", ""],
+                            "is larger than the context")
+
+    def test_prompt_plus_new_tokens_past_the_context(self):
+        self.assert_refused(["generate", "--model", "toy", "--context", "64",
+                             "--max-new-tokens", "100"], "does not fit the context")
+
+    def test_unknown_drafter(self):
+        for cmd in ("generate", "chat", "bench"):
+            self.assert_refused([cmd, "--model", "toy", "--drafter", "magic"],
+                                "unknown drafter 'magic'; valid: none, prompt-lookup")
+
+    def test_missing_model(self):
+        self.assert_refused(["generate", "--model", "/nonexistent/model.gguf", "--prompt", "hi"],
+                            "nor an existing model file")
+
+    def test_truncated_model(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "truncated.gguf"
+            cached = os.environ.get("SPECLAB_MODEL") or str(
+                Path.home() / ".cache" / "speclab" / "SmolLM2-135M-Instruct.Q4_1.gguf")
+            if os.path.isfile(cached):  # the real file, cut short
+                with open(cached, "rb") as f:
+                    path.write_bytes(f.read(1 << 20))
+            else:
+                path.write_bytes(b"GGUF\x03\x00\x00\x00")
+            self.assert_refused(["generate", "--model", str(path), "--prompt", "hi"],
+                                "not a usable GGUF model")
+
+    def test_prompt_with_invalid_utf8(self):
+        self.assert_refused(["generate", "--model", "toy", "--prompt", b"1 2 \xff 3"],
+                            "the prompt is not valid UTF-8 (byte 4: 0xFF)")
+        self.assert_refused(["chat", "--model", "toy"], "message 1 is not valid UTF-8",
+                            stdin=b"1 2 \xc3\n")
+
+    def test_device_cuda_without_a_gpu(self):
+        err = self.assert_refused(["generate", "--model", "toy", "--device", "cuda"],
+                                  "--device cuda: ")
+        if shutil.which("nvidia-smi") is None:
+            # cuda_unavailable_reason(): no backend in this build, no driver, or no device.
+            self.assertRegex(err, r"--device cuda: .*(CUDA|cuda|GPU|device|driver)")
+
+    def test_bad_flag_values(self):
+        self.assert_refused(["generate", "--model", "toy", "--prompt", "1 two"], "'two' is not one")
+        self.assert_refused(["generate", "--device", "tpu"], "--device")
+        self.assert_refused(["bench", "--model", "toy", "--workload", "nope"],
+                            "toy-periodic, toy-markov and toy-random")
+        self.assert_refused(["chat", "--model", "toy"], "no message on standard input", stdin=b"")
+        self.assert_refused(["generate", "--model", "toy", "--drafter", "auto", "--auto-inner",
+                             "auto"], "--auto-inner")
+        self.assert_refused(["generate", "--model", "toy", "--drafter", "ngram", "--n", "1"],
+                            "--drafter ngram: ", "n must be >= 2")
+
+    def test_bad_lab_impl(self):
+        rc, _, err = speclab("--help", env={"LAB_IMPL": "solutions"})
+        self.assertEqual(rc, 2)
+        self.assertIn("LAB_IMPL='solutions' is not valid; valid values: solution", err)
+        self.assertIn("starter", err)
+
+
+class Help(unittest.TestCase):
+    def test_every_subcommand_has_help_naming_the_implementation(self):
+        rc, out, _ = speclab("--help")
+        self.assertEqual(rc, 0)
+        self.assertIn("LAB_IMPL=solution", out)
+        for cmd in ("demo", "generate", "chat", "bench"):
+            self.assertIn(cmd, out)
+            rc, sub, err = speclab(cmd, "--help")
+            self.assertEqual(rc, 0, err)
+            self.assertIn(f"Usage: speclab {cmd}", sub)
+            self.assertIn("LAB_IMPL=solution", sub)
+
+    def test_common_flags_are_on_every_decoding_subcommand(self):
+        for cmd in ("generate", "chat", "bench"):
+            _, sub, _ = speclab(cmd, "--help")
+            for flag in ("--model", "--device", "--threads", "--drafter", "--k", "--n",
+                         "--temperature", "--seed", "--max-new-tokens"):
+                self.assertIn(flag, sub, f"speclab {cmd} --help")
+
+
+class Generate(unittest.TestCase):
+    def test_plain_text_and_a_stats_line_when_not_on_a_terminal(self):
+        rc, out, err = speclab("generate", "--model", "toy", "--max-new-tokens", "40")
+        self.assertEqual(rc, 0, err)
+        tokens = out.split()
+        self.assertEqual(len(tokens), 40)
+        self.assertTrue(all(t.isdigit() for t in tokens))
+        self.assertNotIn(ESC, out)
+        stats = [l for l in err.splitlines() if l.startswith("stats: ")]
+        self.assertEqual(len(stats), 1, err)
+        for part in ("40 tokens", "target runs", "tokens/run", "acceptance", "draft", "verify",
+                     "other", "tokens/s"):
+            self.assertIn(part, stats[0])
+
+    def test_every_drafter_gives_the_plain_decoding_output(self):
+        _, base, _ = speclab("generate", "--model", "toy", "--regime", "markov", "--drafter", "none",
+                             "--max-new-tokens", "120")
+        for drafter in ALL_DRAFTERS:
+            for k in ("1", "4"):
+                rc, out, err = speclab("generate", "--model", "toy", "--regime", "markov",
+                                       "--drafter", drafter, "--k", k, "--max-new-tokens", "120")
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(out, base, f"{drafter} k={k}")
+
+    def test_sampled_speculation_gives_the_plain_sampling_output(self):
+        args = ["generate", "--model", "toy", "--regime", "markov", "--max-new-tokens", "120",
+                "--temperature", "0.8", "--seed", "7"]
+        _, base, _ = speclab(*args, "--drafter", "none")
+        _, greedy, _ = speclab("generate", "--model", "toy", "--regime", "markov",
+                               "--max-new-tokens", "120", "--drafter", "none")
+        self.assertNotEqual(base, greedy, "the temperature must change the text")
+        for drafter in ALL_DRAFTERS:
+            rc, out, err = speclab(*args, "--drafter", drafter)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(out, base, drafter)
+
+    def test_periodic_text_needs_far_fewer_target_runs(self):
+        _, _, err = speclab("generate", "--model", "toy", "--max-new-tokens", "200", "--k", "5")
+        stats = next(l for l in err.splitlines() if l.startswith("stats: "))
+        runs = int(stats.split(" target runs")[0].split()[-1])
+        self.assertLess(runs, 80, stats)
+
+    def test_accepted_drafts_are_highlighted_on_a_terminal_only(self):
+        rc, out = speclab_on_tty("generate", "--model", "toy", "--max-new-tokens", "60")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("\x1b[1;32m", out)
+        rc, out = speclab_on_tty("generate", "--model", "toy", "--max-new-tokens", "60",
+                                 "--no-color")
+        self.assertEqual(rc, 0, out)
+        self.assertNotIn(ESC, out)
+
+
+class Chat(unittest.TestCase):
+    def test_turns_from_stdin_with_stats_per_turn(self):
+        rc, out, err = speclab("chat", "--model", "toy", "--regime", "markov", "--max-new-tokens",
+                               "30", stdin=b"1 2 3 4 5\n\n6 7 8 1 2 3\n")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.count("assistant> "), 2, out)  # the blank line is no turn
+        self.assertIn("you> 6 7 8 1 2 3", out)
+        self.assertIn("[turn 1] 30 tokens", err)
+        self.assertIn("[turn 2] 30 tokens", err)
+        self.assertIn("chat: 2 turns", err)
+
+    def test_a_turn_continues_the_conversation(self):
+        # Turn 2's reply continues the whole conversation, so it differs from the reply the same
+        # message gets as a first turn.
+        _, first, _ = speclab("chat", "--model", "toy", "--regime", "markov", "--max-new-tokens",
+                              "20", stdin=b"9 9 9\n")
+        _, both, _ = speclab("chat", "--model", "toy", "--regime", "markov", "--max-new-tokens",
+                             "20", stdin=b"1 2 3\n9 9 9\n")
+        reply_alone = first.split("assistant> ")[1].strip()
+        reply_second = both.split("assistant> ")[2].strip()
+        self.assertNotEqual(reply_alone, reply_second)
+
+
+class Bench(unittest.TestCase):
+    def test_table_csv_and_json(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            csv, js = Path(tmp) / "r.csv", Path(tmp) / "sub" / "r.json"
+            rc, out, err = speclab("bench", "--model", "toy", "--drafter", "prompt-lookup,auto",
+                                   "--k", "2,4", "--n", "2", "--repeats", "2",
+                                   "--max-new-tokens", "64", "--prompts", "3",
+                                   "--csv", str(csv), "--json", str(js))
+            self.assertEqual(rc, 0, err)
+            self.assertNotIn("ETA", err)  # no progress bar when stderr is not a terminal
+            self.assertIn("speedup", out)
+            rows = csv.read_text().splitlines()
+            self.assertEqual(len(rows), 1 + 3 * 2 * 2)  # workloads x drafters x k
+            data = json.loads(js.read_text())
+            self.assertEqual(len(data["cases"]), 12)
+            by = {(c["workload"], c["drafter"], c["k"]): c for c in data["cases"]}
+            for c in data["cases"]:
+                self.assertTrue(c["identical"])
+                self.assertEqual(len(c["plain_seconds"]), 2)
+                self.assertEqual(len(c["acceptance_by_position"]) <= c["k"], True)
+            self.assertGreater(by[("toy-periodic", "prompt-lookup", 4)]["tokens_per_run"], 2.0)
+            self.assertEqual(by[("toy-random", "prompt-lookup", 4)]["tokens_per_run"], 1.0)
+
+    def test_a_speculative_output_that_differs_fails_loudly(self):
+        rc, _, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic", "--drafter",
+                             "prompt-lookup", "--repeats", "1", "--max-new-tokens", "32",
+                             "--prompts", "2", "--csv", "", "--json", "",
+                             "--corrupt-verify-for-testing")
+        self.assertEqual(rc, 1)
+        self.assertIn("MISMATCH: toy-periodic/len8", err)
+        self.assertIn("FAILED", err)
+
+    def test_progress_bar_with_an_eta_on_a_terminal(self):
+        rc, out = speclab_on_tty("bench", "--model", "toy", "--workload", "toy-markov",
+                                 "--repeats", "1", "--max-new-tokens", "32", "--csv", "",
+                                 "--json", "")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("ETA", out)
+
+
+class StarterImpl(unittest.TestCase):
+    def test_lab_impl_starter_runs_the_students_code(self):
+        rc, out, _ = speclab("--help", env={"LAB_IMPL": "starter"}, timeout=900)
+        self.assertEqual(rc, 0)
+        self.assertIn("LAB_IMPL=starter", out)
+        rc, _, err = speclab("generate", "--model", "toy", "--max-new-tokens", "20",
+                             env={"LAB_IMPL": "starter"}, timeout=900)
+        self.assertEqual(rc, 1)
+        self.assertIn("your starter is not finished: TODO(lab01)", err)
+        # Plain decoding needs no lab code, so it runs even on an untouched starter.
+        rc, _, err = speclab("generate", "--model", "toy", "--max-new-tokens", "20", "--drafter",
+                             "none", env={"LAB_IMPL": "starter"}, timeout=900)
+        self.assertEqual(rc, 0, err)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

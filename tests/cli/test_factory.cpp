@@ -1,0 +1,113 @@
+// The flags -> engine objects mapping: models, drafters, and the checks on bad input.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "factory.h"
+#include "mini_engine/targets/cuda/cuda_llama.h"
+
+using namespace speclab;
+using namespace speclab::cli;
+
+TEST_SUITE("cli / factory") {
+  TEST_CASE("an unknown drafter is refused with the list of valid names") {
+    CHECK_THROWS_WITH_AS(make_drafter(DrafterOptions{.drafter = "magic"}, 5),
+                         doctest::Contains("unknown drafter 'magic'; valid: none, prompt-lookup"),
+                         UsageError);
+  }
+
+  TEST_CASE("every drafter in the catalog is built or says which lab brings it") {
+    for (const DrafterInfo& d : drafter_catalog()) {
+      CAPTURE(d.name);
+      DrafterOptions o;
+      o.drafter = d.name;
+      if (!d.available) {
+        CHECK_THROWS_WITH_AS(make_drafter(o, 5), doctest::Contains(d.lab.c_str()), UsageError);
+      } else if (d.name == "none") {
+        CHECK(make_drafter(o, 5) == nullptr);
+      } else {
+        CHECK(make_drafter(o, 5) != nullptr);
+      }
+    }
+  }
+
+  TEST_CASE("k outside 1..64 is refused") {
+    CHECK_THROWS_WITH_AS(make_drafter(DrafterOptions{}, 0), doctest::Contains("between 1 and 64"),
+                         UsageError);
+    CHECK_THROWS_AS(make_drafter(DrafterOptions{}, 65), UsageError);
+    CHECK(make_drafter(DrafterOptions{}, 64) != nullptr);
+  }
+
+  TEST_CASE("an n-gram longer than the context can ever be is refused") {
+    TargetOptions t;
+    t.context = 64;
+    const Model m = load_model(t);
+    DrafterOptions o;
+    o.n = 64;
+    CHECK_THROWS_WITH_AS(check_n_fits(o, *m.target, 10, 100), doctest::Contains("larger than the context"),
+                         UsageError);
+    o.n = 30;
+    CHECK_THROWS_AS(check_n_fits(o, *m.target, 10, 20), UsageError);  // 10 + 20 tokens at most
+    o.n = 3;
+    CHECK_NOTHROW(check_n_fits(o, *m.target, 10, 20));
+  }
+
+  TEST_CASE("a prompt plus max-new-tokens past the context is refused before the run") {
+    TargetOptions t;
+    t.context = 64;
+    const Model m = load_model(t);
+    CHECK_THROWS_WITH_AS(check_fits_context(*m.target, 16, 49), doctest::Contains("holds at most 64"),
+                         UsageError);
+    CHECK_NOTHROW(check_fits_context(*m.target, 16, 48));
+  }
+
+  TEST_CASE("the toy model loads and a missing or truncated model file is refused") {
+    const Model toy = load_model(TargetOptions{});
+    CHECK(toy.is_toy);
+    CHECK_FALSE(toy.codec->is_text());
+
+    TargetOptions missing;
+    missing.model = "/nonexistent/model.gguf";
+    CHECK_THROWS_WITH_AS(load_model(missing), doctest::Contains("nor an existing model file"),
+                         UsageError);
+
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("speclab_truncated_" + std::to_string(::getpid()) + ".gguf");
+    std::ofstream(path, std::ios::binary) << std::string("GGUF\x03\x00", 6);
+    TargetOptions truncated;
+    truncated.model = path.string();
+    CHECK_THROWS_WITH_AS(load_model(truncated), doctest::Contains("not a usable GGUF model"),
+                         UsageError);
+    std::filesystem::remove(path);
+  }
+
+  TEST_CASE("--device cuda without a usable GPU gives the reason") {
+    const std::string reason = cuda_unavailable_reason();
+    TargetOptions t;
+    t.device = "cuda";
+    if (reason.empty()) {
+      // A GPU is there: the toy target still refuses, because it runs on the CPU only.
+      CHECK_THROWS_WITH_AS(load_model(t), doctest::Contains("runs on the CPU only"), UsageError);
+    } else {
+      CHECK_THROWS_WITH_AS(load_model(t), doctest::Contains(("--device cuda: " + reason).c_str()),
+                           UsageError);
+    }
+  }
+
+  TEST_CASE("greedy decoding gets the greedy verify rule") {
+    const VerifyRule rule = make_verify_rule(SamplingParams{});
+    Logits logits(3, 8);
+    logits.row(0)[4] = 1.0f;  // draft 4 is the argmax: accepted
+    logits.row(1)[6] = 1.0f;  // draft 5 is not: the correction is 6
+    const std::vector<Token> drafts = {4, 5};
+    const SamplingParams sampling;
+    const VerifyResult r = rule(VerifyInput{drafts, logits, 10, sampling});
+    CHECK(r.accepted == 1);
+    CHECK(r.emitted == std::vector<Token>{4, 6});
+  }
+}

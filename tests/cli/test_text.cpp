@@ -1,0 +1,101 @@
+// The CLI's text layer: UTF-8 checks, the toy target's token-id codec, the streaming printer.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "text.h"
+
+using namespace speclab;
+using namespace speclab::cli;
+
+namespace {
+// Everything `print` writes to a FILE*, as a string.
+template <class F>
+std::string capture(F&& print) {
+  std::FILE* f = std::tmpfile();
+  REQUIRE(f != nullptr);
+  print(f);
+  std::fflush(f);
+  std::rewind(f);
+  std::string out;
+  int c;
+  while ((c = std::fgetc(f)) != EOF) out += static_cast<char>(c);
+  std::fclose(f);
+  return out;
+}
+
+RoundRecord round_of(std::vector<Token> emitted, int accepted) {
+  RoundRecord r;
+  r.emitted = std::move(emitted);
+  r.accepted = accepted;
+  return r;
+}
+}  // namespace
+
+TEST_SUITE("cli / text") {
+  TEST_CASE("valid UTF-8 passes and the first bad byte is found") {
+    CHECK(find_invalid_utf8("plain ascii") == std::string_view::npos);
+    CHECK(find_invalid_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80") == std::string_view::npos);
+    CHECK(find_invalid_utf8("ab\xFF") == 2);             // never a valid byte
+    CHECK(find_invalid_utf8("a\xC3") == 1);              // truncated 2-byte sequence
+    CHECK(find_invalid_utf8("\xC0\xAF") == 0);           // overlong '/'
+    CHECK(find_invalid_utf8("x\xE0\x80\xAF") == 1);      // overlong 3-byte form
+    CHECK(find_invalid_utf8("\xED\xA0\x80") == 0);       // a UTF-16 surrogate
+    CHECK(find_invalid_utf8("\xF4\x90\x80\x80") == 0);   // past U+10FFFF
+    CHECK(find_invalid_utf8("ok\x80") == 2);             // a stray continuation byte
+  }
+
+  TEST_CASE("require_utf8 names what was invalid and where") {
+    CHECK_THROWS_WITH_AS(require_utf8("ab\xFE", "the prompt"),
+                         doctest::Contains("the prompt is not valid UTF-8 (byte 2: 0xFE)"),
+                         UsageError);
+    CHECK_NOTHROW(require_utf8("fine", "the prompt"));
+  }
+
+  TEST_CASE("a streaming printer holds back only an incomplete trailing character") {
+    CHECK(complete_utf8_prefix("abc") == 3);
+    CHECK(complete_utf8_prefix("ab\xC3") == 2);
+    CHECK(complete_utf8_prefix("ab\xC3\xA9") == 4);
+    CHECK(complete_utf8_prefix("a\xF0\x9F\x98") == 1);
+    CHECK(complete_utf8_prefix("a\xF0\x9F\x98\x80") == 5);
+    CHECK(complete_utf8_prefix("") == 0);
+  }
+
+  TEST_CASE("the toy codec reads token ids and rejects anything else") {
+    auto codec = make_token_id_codec(100);
+    CHECK(codec->encode("3 1, 4\t1\n5") == std::vector<Token>{3, 1, 4, 1, 5});
+    CHECK(codec->decode(std::vector<Token>{7, 8}) == "7 8 ");
+    CHECK_THROWS_WITH_AS(codec->encode("1 two 3"), doctest::Contains("'two' is not one"),
+                         UsageError);
+    CHECK_THROWS_WITH_AS(codec->encode("100"), doctest::Contains("[0, 100)"), UsageError);
+    CHECK_THROWS_AS(codec->encode("-1"), UsageError);
+    CHECK(codec->encode("   ").empty());
+    CHECK(codec->stop_tokens().empty());
+  }
+
+  TEST_CASE("accepted draft tokens are highlighted and the rest is plain") {
+    auto codec = make_token_id_codec(100);
+    const std::string out = capture([&](std::FILE* f) {
+      TokenPrinter p(*codec, f, true);
+      p.print_round(round_of({5}, 0));         // a plain step
+      p.print_round(round_of({6, 7, 8}, 2));   // two accepted drafts, then the correction
+      p.finish();
+    });
+    const std::string on = TokenPrinter::kHighlight;
+    const std::string off = TokenPrinter::kReset;
+    CHECK(out == "5 " + on + "6 7 " + off + "8 ");
+  }
+
+  TEST_CASE("without color the printer writes the text alone and hides stop tokens") {
+    auto codec = make_token_id_codec(100);
+    const std::string out = capture([&](std::FILE* f) {
+      TokenPrinter p(*codec, f, false, {99});
+      p.print_round(round_of({6, 7, 8}, 2));
+      p.print_round(round_of({9, 99}, 1));
+      p.finish();
+    });
+    CHECK(out == "6 7 8 9 ");
+  }
+}

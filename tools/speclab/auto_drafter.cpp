@@ -1,0 +1,171 @@
+#include "auto_drafter.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+namespace speclab::cli {
+namespace {
+// Speculating rounds after which a never-timed t(1) is measured with one plain round.
+constexpr long kFirstPlainRound = 8;
+}  // namespace
+
+AutoDrafter::AutoDrafter(std::unique_ptr<Drafter> inner, AutoPolicyConfig config)
+    : inner_(std::move(inner)), config_(config) {
+  if (!inner_) throw std::invalid_argument("AutoDrafter: no inner drafter given");
+  if (!(config_.margin > 0.0)) throw std::invalid_argument("AutoDrafter: margin must be > 0");
+  if (!(config_.prior_acceptance >= 0.0 && config_.prior_acceptance <= 1.0)) {
+    throw std::invalid_argument("AutoDrafter: prior_acceptance must be in [0, 1]");
+  }
+  if (!(config_.prior_weight > 0.0)) throw std::invalid_argument("AutoDrafter: prior_weight must be > 0");
+  if (!(config_.prior_cost_slope >= 0.0)) {
+    throw std::invalid_argument("AutoDrafter: prior_cost_slope must be >= 0");
+  }
+  if (!(config_.forget > 0.0 && config_.forget <= 1.0)) {
+    throw std::invalid_argument("AutoDrafter: forget must be in (0, 1]");
+  }
+  if (config_.refresh_rounds < 1) throw std::invalid_argument("AutoDrafter: refresh_rounds must be >= 1");
+}
+
+double AutoDrafter::now() const {
+  if (config_.clock) return config_.clock();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string AutoDrafter::name() const { return "auto(" + inner_->name() + ")"; }
+
+void AutoDrafter::begin(std::span<const Token> prompt) {
+  reached_.clear();
+  kept_.clear();
+  shadow_.clear();
+  speculated_ = 0;
+  plain_ = 0;
+  inner_->begin(prompt);
+  round_start_ = now();
+  timing_ = true;
+}
+
+double AutoDrafter::acceptance(int i) const {
+  const auto idx = static_cast<size_t>(i - 1);
+  const double reached = idx < reached_.size() ? reached_[idx] : 0.0;
+  const double kept = idx < kept_.size() ? kept_[idx] : 0.0;
+  return (kept + config_.prior_acceptance * config_.prior_weight) /
+         (reached + config_.prior_weight);
+}
+
+double AutoDrafter::expected_tokens(int k) const {
+  double total = 1.0;
+  double all_kept = 1.0;
+  for (int i = 1; i <= k; ++i) {
+    all_kept *= acceptance(i);
+    total += all_kept;
+  }
+  return total;
+}
+
+double AutoDrafter::relative_cost(int width) const {
+  if (width <= 1) return 1.0;
+  const auto seen = [&](int w) {
+    return static_cast<size_t>(w) < seconds_by_width_.size() && seconds_by_width_[w] > 0.0;
+  };
+  if (!seen(1)) return 1.0 + config_.prior_cost_slope * (width - 1);
+  const double t1 = seconds_by_width_[1];
+  if (seen(width)) return seconds_by_width_[width] / t1;
+  // An unseen width: the mean slope of the widths that were timed, else the prior.
+  double slope_sum = 0.0;
+  int slopes = 0;
+  for (int w = 2; static_cast<size_t>(w) < seconds_by_width_.size(); ++w) {
+    if (!seen(w)) continue;
+    slope_sum += (seconds_by_width_[w] / t1 - 1.0) / (w - 1);
+    ++slopes;
+  }
+  const double slope = slopes > 0 ? std::max(0.0, slope_sum / slopes) : config_.prior_cost_slope;
+  return 1.0 + slope * (width - 1);
+}
+
+int AutoDrafter::choose_k(int limit) const {
+  int best = 0;
+  double best_value = config_.margin;  // plain decoding: one token per t(1), times the margin
+  for (int k = 1; k <= limit; ++k) {
+    const double value = expected_tokens(k) / relative_cost(k + 1);
+    if (value > best_value) {
+      best = k;
+      best_value = value;
+    }
+  }
+  return best;
+}
+
+std::vector<Token> AutoDrafter::propose(std::span<const Token> context, int k) {
+  // Re-time t(1) now and then; early on, when it was never timed, after a few rounds.
+  const bool t1_known = seconds_by_width_.size() > 1 && seconds_by_width_[1] > 0.0;
+  const bool refresh =
+      rounds_since_plain_ >= (t1_known ? config_.refresh_rounds : kFirstPlainRound);
+  if (refresh || (!shadow_.empty() && choose_k(k) == 0)) return {};
+  std::vector<Token> drafts = inner_->propose(context, k);
+  if (drafts.empty()) return drafts;
+  const int chosen = choose_k(std::min(k, static_cast<int>(drafts.size())));
+  if (chosen == 0) {
+    if (shadow_.empty()) {
+      shadow_ = std::move(drafts);
+      shadow_at_ = context.size();
+    }
+    return {};
+  }
+  drafts.resize(static_cast<size_t>(chosen));
+  return drafts;
+}
+
+void AutoDrafter::learn_acceptance(int offered, int kept) {
+  const auto need = static_cast<size_t>(offered);
+  if (reached_.size() < need) {
+    reached_.resize(need, 0.0);
+    kept_.resize(need, 0.0);
+  }
+  // Position i (0-based) was reached when every draft before it was kept.
+  for (int i = 0; i < offered && i <= kept; ++i) {
+    reached_[i] = reached_[i] * config_.forget + 1.0;
+    kept_[i] = kept_[i] * config_.forget + (i < kept ? 1.0 : 0.0);
+  }
+}
+
+void AutoDrafter::learn_cost(int width, double seconds) {
+  if (!(seconds > 0.0)) return;
+  if (seconds_by_width_.size() <= static_cast<size_t>(width)) {
+    seconds_by_width_.resize(static_cast<size_t>(width) + 1, -1.0);
+  }
+  double& avg = seconds_by_width_[width];
+  avg = avg > 0.0 ? 0.8 * avg + 0.2 * seconds : seconds;
+}
+
+void AutoDrafter::observe(std::span<const Token> context, const RoundRecord& round) {
+  // The round's cost: everything since the previous round ended (propose, the verify pass, the
+  // loop's bookkeeping and the previous observe), not the verify pass alone.
+  const double t = now();
+  const int drafted = static_cast<int>(round.drafts.size());
+  if (timing_) learn_cost(drafted + 1, t - round_start_);
+  round_start_ = t;
+  timing_ = true;
+  inner_->observe(context, round);
+  if (drafted > 0) {
+    ++speculated_;
+    ++rounds_since_plain_;
+    learn_acceptance(drafted, round.accepted);
+  } else {
+    ++plain_;
+    rounds_since_plain_ = 0;
+  }
+  // Score the shadow draft once the text has decided it: at its first wrong token, or when
+  // every one of its tokens has been matched.
+  if (!shadow_.empty() && context.size() > shadow_at_) {
+    const size_t known = std::min(context.size() - shadow_at_, shadow_.size());
+    size_t matched = 0;
+    while (matched < known && context[shadow_at_ + matched] == shadow_[matched]) ++matched;
+    if (matched < known || matched == shadow_.size()) {
+      learn_acceptance(static_cast<int>(shadow_.size()), static_cast<int>(matched));
+      shadow_.clear();
+    }
+  }
+}
+
+}  // namespace speclab::cli

@@ -1,0 +1,92 @@
+#pragma once
+// `--drafter auto`: a policy that decides, round by round, whether to speculate and how far.
+//
+// Speculating k tokens pays when the tokens a round is expected to emit,
+//     E(k) = 1 + a_1 + a_1 a_2 + ... + a_1 ... a_k       (a_i: chance draft i is kept, given
+//                                                          that drafts 1..i-1 were kept)
+// grow faster than what the wider verify pass costs, t(k+1) + draft time, compared with one
+// plain step t(1) that emits one token. The policy measures both sides while it runs:
+//   - acceptance: from the rounds it speculates, and, while it does not, from "shadow" drafts:
+//     it still asks the inner drafter, keeps the proposal, and scores it against the tokens
+//     plain decoding then emits. So it keeps learning without paying for a verify pass.
+//   - cost: the wall time of a round at each verify width it sees (t(1) from plain rounds): the
+//     time from one observe() to the next, so drafting, the verify pass and the loop's own
+//     overhead all count. Widths not seen yet come from the slope of the ones that were, or
+//     from a prior before any is known.
+// Each round it picks the k in 0..k_max that maximizes E(k) / t(k+1), and speculates only when
+// that beats plain decoding, 1 / t(1), by `margin`. On text that copying cannot guess, the shadow
+// drafts fail, a_i falls, and the policy settles on plain decoding (k = 0).
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mini_engine/spec/drafter.h"
+
+namespace speclab::cli {
+
+struct AutoPolicyConfig {
+  double margin = 1.05;            // speculate only when expected tokens/s >= margin x plain
+  double prior_acceptance = 0.5;   // a_i before any evidence
+  double prior_weight = 1.0;       // how many rounds of evidence the prior is worth
+  double prior_cost_slope = 0.15;  // t(w)/t(1) = 1 + slope (w - 1) before any wide pass is timed
+  double forget = 0.97;            // per-update decay of old evidence, so the policy adapts
+  std::function<double()> clock;   // now, in seconds; empty = std::chrono::steady_clock (a test
+                                   // may pass its own to set round costs exactly)
+  int refresh_rounds = 64;         // at most this many speculating rounds in a row before one
+                                   // plain round re-times t(1) (8 while t(1) was never timed)
+};
+
+// Wraps `inner` (any drafter) with the policy. The inner drafter sees every begin() and
+// observe(), so its own state stays complete whether or not its drafts are used.
+class AutoDrafter final : public Drafter {
+ public:
+  // Throws std::invalid_argument when inner is null or a config field is out of range.
+  explicit AutoDrafter(std::unique_ptr<Drafter> inner, AutoPolicyConfig config = {});
+
+  std::string name() const override;
+  // Starts a request: acceptance evidence is reset (the text may be different), the cost
+  // model is kept (the hardware is not).
+  void begin(std::span<const Token> prompt) override;
+  std::vector<Token> propose(std::span<const Token> context, int k) override;
+  void observe(std::span<const Token> context, const RoundRecord& round) override;
+
+  // The policy's choice for a proposal of up to `limit` drafts: 0 = do not speculate.
+  int choose_k(int limit) const;
+  // E(k) under the current acceptance estimates.
+  double expected_tokens(int k) const;
+  // Estimated time of a round whose verify pass covers `width` tokens, relative to a plain
+  // round (width 1).
+  double relative_cost(int width) const;
+  // The current estimate of a_i (1-based position i).
+  double acceptance(int i) const;
+
+  // Rounds since begin() that speculated / that did not (for reports and tests).
+  long speculated_rounds() const { return speculated_; }
+  long plain_rounds() const { return plain_; }
+
+ private:
+  void learn_acceptance(int offered, int kept);
+  void learn_cost(int width, double seconds);
+
+  std::unique_ptr<Drafter> inner_;
+  AutoPolicyConfig config_;
+  // Acceptance evidence per 1-based position (index i-1): rounds that reached position i
+  // (offered a draft there after keeping all before it) and rounds that kept it.
+  std::vector<double> reached_;
+  std::vector<double> kept_;
+  // Round time per verify width (index = width), exponentially averaged; < 0 = never seen.
+  std::vector<double> seconds_by_width_;
+  double now() const;
+  double round_start_ = 0.0;  // when the current round began (clock seconds)
+  bool timing_ = false;       // round_start_ is valid
+  // The pending shadow draft: made at sequence position shadow_at_, not sent to the target.
+  std::vector<Token> shadow_;
+  std::size_t shadow_at_ = 0;
+  long speculated_ = 0;
+  long plain_ = 0;
+  long rounds_since_plain_ = 0;  // t(1) is re-measured now and then, so it never goes stale
+};
+
+}  // namespace speclab::cli

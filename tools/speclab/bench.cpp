@@ -1,0 +1,378 @@
+// `speclab bench`: the drafter arena. Runs workloads x drafters x parameters (k, n) x repeats.
+//
+// For every conversation of a workload, plain decoding runs first, then each case's speculative
+// decoding, on the same target and with the same prompt; every speculative output must equal
+// the plain one token for token, or the bench fails (exit status 1) and says where. Each run
+// starts from an empty KV cache, so neither side gets the other's prefill for free; a later turn
+// reuses its own conversation's cache, as a chat server would. A case gets a fresh drafter per
+// conversation, kept across that conversation's turns.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench_report.h"
+#include "commands.h"
+#include "factory.h"
+#include "mini_engine/targets/toy_target.h"
+#include "progress.h"
+#include "workloads.h"
+
+namespace speclab::cli {
+namespace {
+
+struct BenchOptions {
+  TargetOptions target;
+  DrafterOptions drafter;  // the per-drafter options; --drafter / --k / --n are lists here
+  std::vector<std::string> drafters;
+  std::vector<int> ks = {5};
+  std::vector<int> ns = {3};
+  std::vector<std::string> workloads;
+  int prompts = 0;  // conversations per workload; 0 = all
+  int repeats = 3;
+  int max_new_tokens = 128;
+  double temperature = 0.0;
+  std::uint64_t seed = 0;
+  std::string csv = "out/bench.csv";
+  std::string json = "out/bench.json";
+  bool no_progress = false;
+  bool corrupt_verify = false;  // hidden: breaks the verify rule, to test the identity check
+};
+
+constexpr const char* kToyPrefix = "toy-";
+
+// One speculative configuration.
+struct Case {
+  DrafterOptions drafter;
+  int k = 0;
+  int n = 0;  // 0: the drafter has no n
+};
+
+std::vector<Case> make_cases(const BenchOptions& o) {
+  std::vector<std::string> names = o.drafters;
+  if (names.empty() || (names.size() == 1 && names[0] == "all")) {
+    names.clear();
+    for (const std::string& d : available_drafters()) {
+      if (d != "none") names.push_back(d);
+    }
+  }
+  std::vector<Case> cases;
+  for (const std::string& name : names) {
+    const DrafterInfo& info = drafter_info(name);  // throws for an unknown name
+    if (name == "none") {
+      throw UsageError("--drafter none: plain decoding is the baseline of every case already");
+    }
+    if (!info.available) (void)make_drafter(DrafterOptions{.drafter = name}, 1);  // says why
+    const bool uses_n = name == "auto" ? drafter_info(o.drafter.auto_inner).uses_n : info.uses_n;
+    for (int k : o.ks) {
+      for (int n : uses_n ? o.ns : std::vector<int>{0}) {
+        Case c;
+        c.drafter = o.drafter;
+        c.drafter.drafter = name;
+        if (n > 0) c.drafter.n = n;
+        c.k = k;
+        c.n = n;
+        cases.push_back(c);
+      }
+    }
+  }
+  return cases;
+}
+
+// The toy target's workloads: each regime, with prompts of growing length.
+Workload toy_workload(const std::string& name, const Model& model) {
+  const auto* toy = dynamic_cast<const ToyTarget*>(model.target.get());
+  Workload w;
+  w.name = name;
+  w.path = "(built in)";
+  for (int i = 0; i < 8; ++i) {
+    const int length = 8 + 4 * i;
+    w.items.push_back({"len" + std::to_string(length), "",
+                       {model.codec->decode(toy->make_prompt(length))}});
+  }
+  return w;
+}
+
+// Decodes one conversation turn by turn and returns its outputs (one per turn). Adds the stats
+// to `all` (and turns 2.. to `later`) and the wall time to `seconds`.
+std::vector<std::vector<Token>> run_conversation(Model& model, const Conversation& c,
+                                                 Drafter* drafter, const VerifyRule& verify,
+                                                 DecodeConfig dc, SpecStats& all, SpecStats& later,
+                                                 double& seconds) {
+  dc.stop_tokens = model.codec->stop_tokens();
+  model.target->truncate(0);  // no prefill left over from the previous run
+  std::vector<Token> history = model.codec->system_prompt(c.system);
+  std::vector<std::vector<Token>> outputs;
+  for (size_t t = 0; t < c.turns.size(); ++t) {
+    const std::vector<Token> user = model.codec->user_turn(c.turns[t]);
+    history.insert(history.end(), user.begin(), user.end());
+    const GenerationResult r = run_decode(*model.target, drafter, verify, history, dc);
+    for (SpecStats* s : {&all, t > 0 ? &later : nullptr}) {
+      if (s == nullptr) continue;
+      s->prompt_tokens += r.stats.prompt_tokens;
+      s->target_runs += r.stats.target_runs;
+      s->drafted += r.stats.drafted;
+      s->accepted += r.stats.accepted;
+      s->emitted += r.stats.emitted;
+      s->prefill_seconds += r.stats.prefill_seconds;
+      s->draft_seconds += r.stats.draft_seconds;
+      s->verify_seconds += r.stats.verify_seconds;
+      s->total_seconds += r.stats.total_seconds;
+      const auto grow = [](std::vector<std::int64_t>& into, const std::vector<std::int64_t>& from) {
+        if (into.size() < from.size()) into.resize(from.size(), 0);
+        for (size_t i = 0; i < from.size(); ++i) into[i] += from[i];
+      };
+      grow(s->drafted_at, r.stats.drafted_at);
+      grow(s->accepted_at, r.stats.accepted_at);
+      grow(s->accept_length_hist, r.stats.accept_length_hist);
+    }
+    seconds += r.stats.total_seconds;
+    history.insert(history.end(), r.tokens.begin(), r.tokens.end());
+    const std::vector<Token> close = model.codec->close_reply(r.stopped);
+    history.insert(history.end(), close.begin(), close.end());
+    outputs.push_back(r.tokens);
+  }
+  return outputs;
+}
+
+std::string describe_mismatch(const std::vector<std::vector<Token>>& base,
+                              const std::vector<std::vector<Token>>& spec) {
+  for (size_t t = 0; t < base.size() && t < spec.size(); ++t) {
+    const auto& a = base[t];
+    const auto& b = spec[t];
+    if (a == b) continue;
+    size_t i = 0;
+    while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+    return "turn " + std::to_string(t + 1) + ", output token " + std::to_string(i) + ": plain " +
+           (i < a.size() ? std::to_string(a[i]) : std::string("<end>")) + ", speculative " +
+           (i < b.size() ? std::to_string(b[i]) : std::string("<end>"));
+  }
+  return "the number of turns differs";
+}
+
+int run_bench(const BenchOptions& o) {
+  const std::vector<Case> cases = make_cases(o);
+  if (cases.empty()) throw UsageError("bench: no case to run (check --drafter, --k and --n)");
+  for (int k : o.ks) {
+    if (k < 1 || k > 64) {
+      throw UsageError("--k must be between 1 and 64 (drafts per round), got " + std::to_string(k));
+    }
+  }
+  DecodeOptions decode;
+  decode.temperature = o.temperature;
+  decode.seed = o.seed;
+  decode.max_new_tokens = o.max_new_tokens;
+  const DecodeConfig base_dc = decode_config(decode);
+  VerifyRule verify = make_verify_rule(base_dc.sampling);
+  if (o.corrupt_verify) {
+    // After a draft, the target's own token becomes the next id: the output must then differ.
+    verify = [inner = verify](const VerifyInput& in) {
+      VerifyResult r = inner(in);
+      if (!in.drafts.empty()) r.emitted.back() = (r.emitted.back() + 1) % in.logits.vocab();
+      return r;
+    };
+  }
+
+  // The workloads and the model(s) they run on: one model for a real LLM, one toy target per
+  // regime for the toy.
+  const bool toy = o.target.model == "toy";
+  std::vector<std::string> names = o.workloads;
+  if (names.empty()) {
+    if (toy) {
+      names = {"toy-periodic", "toy-markov", "toy-random"};
+    } else {
+      names = shipped_workloads();
+    }
+  }
+  std::map<std::string, Model> models;  // workload -> model (a real model is loaded once)
+  std::vector<Workload> workloads;
+  Model shared;
+  for (const std::string& name : names) {
+    if (toy) {
+      if (!name.starts_with(kToyPrefix)) {
+        throw UsageError("workload '" + name +
+                         "': the toy target reads token ids, so it runs the built-in workloads "
+                         "toy-periodic, toy-markov and toy-random");
+      }
+      TargetOptions t = o.target;
+      t.regime = name.substr(std::string(kToyPrefix).size());
+      t.toy_seed = o.seed;
+      t.toy_length_hint = 40 + o.max_new_tokens;  // the longest built-in prompt + the reply
+      Model m = load_model(t);
+      workloads.push_back(toy_workload(name, m));
+      models.emplace(name, std::move(m));
+    } else {
+      if (name.starts_with(kToyPrefix)) {
+        throw UsageError("workload '" + name + "' needs --model toy");
+      }
+      workloads.push_back(find_workload(name));
+    }
+  }
+  if (!toy) shared = load_model(o.target);
+  const auto model_for = [&](const std::string& workload) -> Model& {
+    return toy ? models.at(workload) : shared;
+  };
+  for (Workload& w : workloads) {
+    if (o.prompts > 0 && static_cast<int>(w.items.size()) > o.prompts) w.items.resize(o.prompts);
+  }
+
+  // Check every case against every first prompt before spending any time.
+  long total_runs = 0;
+  for (const Workload& w : workloads) {
+    Model& m = model_for(w.name);
+    for (const Conversation& c : w.items) {
+      std::vector<Token> first = m.codec->system_prompt(c.system);
+      const std::vector<Token> user = m.codec->user_turn(c.turns[0]);
+      first.insert(first.end(), user.begin(), user.end());
+      if (first.size() + static_cast<size_t>(o.max_new_tokens) * c.turns.size() >
+          static_cast<size_t>(m.target->max_length())) {
+        throw UsageError("workload " + w.name + ", '" + c.id +
+                         "': the prompt and max-new-tokens do not fit the model's context of " +
+                         std::to_string(m.target->max_length()) + " tokens");
+      }
+      for (const Case& cs : cases) check_n_fits(cs.drafter, *m.target, first.size(), o.max_new_tokens);
+    }
+    total_runs += static_cast<long>(w.items.size()) * static_cast<long>(1 + cases.size()) * o.repeats;
+  }
+
+  std::vector<CaseResult> results;
+  for (const Workload& w : workloads) {
+    for (const Case& cs : cases) {
+      CaseResult r;
+      r.workload = w.name;
+      r.drafter = cs.drafter.drafter;
+      r.drafter_name = make_drafter(cs.drafter, cs.k)->name();
+      r.k = cs.k;
+      r.n = cs.n;
+      r.base_seconds.assign(static_cast<size_t>(o.repeats), 0.0);
+      r.spec_seconds.assign(static_cast<size_t>(o.repeats), 0.0);
+      results.push_back(r);
+    }
+  }
+
+  std::fprintf(stderr, "speclab bench: %s, LAB_IMPL=%s: %zu workloads x %zu cases x %d repeats\n",
+               toy ? "toy target" : shared.description.c_str(), lab_impl(), workloads.size(),
+               cases.size(), o.repeats);
+  ProgressBar progress(total_runs, !o.no_progress && isatty(fileno(stderr)) != 0);
+  int mismatches = 0;
+  for (int rep = 0; rep < o.repeats; ++rep) {
+    size_t result_base = 0;
+    for (const Workload& w : workloads) {
+      Model& model = model_for(w.name);
+      for (const Conversation& conv : w.items) {
+        SpecStats base_all, base_later;
+        double base_seconds = 0.0;
+        const auto base_out = run_conversation(model, conv, nullptr, VerifyRule{}, base_dc,
+                                               base_all, base_later, base_seconds);
+        progress.advance(1, w.name + "/" + conv.id + " plain");
+        for (size_t ci = 0; ci < cases.size(); ++ci) {
+          const Case& cs = cases[ci];
+          CaseResult& r = results[result_base + ci];
+          DecodeConfig dc = base_dc;
+          dc.k = cs.k;
+          std::unique_ptr<Drafter> drafter = make_drafter(cs.drafter, cs.k);
+          double spec_seconds = 0.0;
+          const auto spec_out = run_conversation(model, conv, drafter.get(), verify, dc, r.spec,
+                                                 r.spec_later_turns, spec_seconds);
+          r.base_seconds[rep] += base_seconds;
+          r.spec_seconds[rep] += spec_seconds;
+          // Plain decoding's counters, once per case, for its tokens/s.
+          r.base.emitted += base_all.emitted;
+          r.base.target_runs += base_all.target_runs;
+          if (spec_out != base_out) {
+            ++r.mismatches;
+            ++mismatches;
+            const std::string where = describe_mismatch(base_out, spec_out);
+            if (r.first_mismatch.empty()) r.first_mismatch = conv.id + ": " + where;
+            progress.clear();
+            std::fprintf(stderr,
+                         "bench: MISMATCH: %s/%s with %s (k=%d): speculative output differs from "
+                         "plain decoding at %s\n",
+                         w.name.c_str(), conv.id.c_str(), r.drafter_name.c_str(), cs.k,
+                         where.c_str());
+          }
+          progress.advance(1, w.name + "/" + conv.id + " " + cs.drafter.drafter);
+        }
+      }
+      result_base += cases.size();
+    }
+  }
+  progress.clear();
+
+  BenchMeta meta;
+  meta.model = toy ? "toy target" : shared.description;
+  meta.lab_impl = lab_impl();
+  meta.max_new_tokens = o.max_new_tokens;
+  meta.repeats = o.repeats;
+  meta.temperature = o.temperature;
+  meta.seed = o.seed;
+  meta.threads = o.target.threads;
+  print_table(stdout, meta, results);
+  std::fflush(stdout);
+  if (!o.csv.empty()) write_csv(o.csv, meta, results);
+  if (!o.json.empty()) write_json(o.json, meta, results);
+  if (!o.csv.empty() || !o.json.empty()) {
+    std::fprintf(stderr, "bench: wrote %s%s%s\n", o.csv.c_str(),
+                 !o.csv.empty() && !o.json.empty() ? " and " : "", o.json.c_str());
+  }
+  if (mismatches > 0) {
+    std::fprintf(stderr,
+                 "bench: FAILED: %d speculative outputs differed from plain decoding; speculative "
+                 "decoding must be lossless (see the MISMATCH lines above)\n",
+                 mismatches);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_bench(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "The drafter arena: workloads x drafters x parameters x repeats. Each case runs plain and "
+      "speculative decoding on the same target, fails if their outputs differ, and reports "
+      "acceptance length, per-position acceptance, drafter cost and the median wall speedup");
+  add_target_flags(*cmd, o->target);
+  add_drafter_flags(*cmd, o->drafter, &o->drafters, &o->ns);
+  cmd->add_option("--k", o->ks, "Drafts per round, comma-separated values to sweep")
+      ->delimiter(',')
+      ->check(int_in(1, 64, "drafts per round"))
+      ->capture_default_str();
+  cmd->add_option("--workload", o->workloads,
+                  "Workloads, comma-separated: shipped names (data/workloads/NAME.jsonl), paths, "
+                  "or for --model toy: toy-periodic, toy-markov, toy-random. Default: all")
+      ->delimiter(',');
+  cmd->add_option("--prompts", o->prompts, "Conversations per workload; 0 = all")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  cmd->add_option("--repeats", o->repeats, "Repeats of every run; the speedup is their median")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--max-new-tokens", o->max_new_tokens, "The most tokens per reply")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd->add_option("--temperature", o->temperature, "Sampling temperature; 0 = greedy")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
+  cmd->add_option("--csv", o->csv, "Write the results as CSV here ('' = do not)")
+      ->capture_default_str();
+  cmd->add_option("--json", o->json, "Write the results as JSON here ('' = do not)")
+      ->capture_default_str();
+  cmd->add_flag("--no-progress", o->no_progress, "No progress bar (it is drawn only on a terminal)");
+  cmd->add_flag("--corrupt-verify-for-testing", o->corrupt_verify,
+                "Break the verify rule on purpose, to check that the bench catches it")
+      ->group("");  // hidden
+  cmd->callback([o]() {
+    const int rc = run_bench(*o);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace speclab::cli

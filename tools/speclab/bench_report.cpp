@@ -1,0 +1,201 @@
+#include "bench_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace speclab::cli {
+namespace {
+
+std::vector<double> per_repeat_rate(double tokens_per_repeat, const std::vector<double>& seconds) {
+  std::vector<double> rates;
+  for (double s : seconds) rates.push_back(s > 0 ? tokens_per_repeat / s : 0.0);
+  return rates;
+}
+
+// accepted_at[i] / drafted_at[i] for every drafted position, as "0.91 0.80 ...".
+std::string acceptance_by_position(const SpecStats& s, const char* sep, int digits) {
+  std::string out;
+  char buf[32];
+  for (size_t i = 0; i < s.drafted_at.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%.*f", digits, s.acceptance_at(static_cast<int>(i)));
+    out += (i ? sep : "") + std::string(buf);
+  }
+  return out;
+}
+
+std::ofstream open_for_writing(const std::string& path) {
+  const std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("bench: cannot write '" + path + "'");
+  return out;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+double CaseResult::speedup_median() const {
+  std::vector<double> ratios;
+  for (size_t r = 0; r < base_seconds.size() && r < spec_seconds.size(); ++r) {
+    if (spec_seconds[r] > 0) ratios.push_back(base_seconds[r] / spec_seconds[r]);
+  }
+  return median(ratios);
+}
+
+double CaseResult::base_tokens_per_second() const {
+  const double repeats = static_cast<double>(std::max<size_t>(1, base_seconds.size()));
+  return median(per_repeat_rate(static_cast<double>(base.emitted) / repeats, base_seconds));
+}
+
+double CaseResult::spec_tokens_per_second() const {
+  const double repeats = static_cast<double>(std::max<size_t>(1, spec_seconds.size()));
+  return median(per_repeat_rate(static_cast<double>(spec.emitted) / repeats, spec_seconds));
+}
+
+double CaseResult::draft_us_per_token() const {
+  return spec.emitted > 0 ? 1e6 * spec.draft_seconds / static_cast<double>(spec.emitted) : 0.0;
+}
+
+void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseResult>& cases) {
+  bool multi_turn = false;
+  for (const CaseResult& c : cases) multi_turn = multi_turn || c.spec_later_turns.target_runs > 0;
+  std::fprintf(out, "\n%s, LAB_IMPL=%s, %s, max %d new tokens, median of %d repeats\n",
+               meta.model.c_str(), meta.lab_impl.c_str(),
+               meta.temperature == 0.0 ? "greedy" : "sampled", meta.max_new_tokens, meta.repeats);
+  std::fprintf(out, "%-16s %-14s %3s %3s %6s %6s %6s %8s %9s %9s %8s  %s\n", "workload", "drafter",
+               "k", "n", "AL", multi_turn ? "AL t2+" : "", "acc%", "draft", "plain", "spec",
+               "speedup", "acceptance by draft position");
+  std::fprintf(out, "%-16s %-14s %3s %3s %6s %6s %6s %8s %9s %9s %8s\n", "", "", "", "",
+               "tok/run", "", "", "us/tok", "tok/s", "tok/s", "(wall)");
+  std::string last_workload;
+  for (const CaseResult& c : cases) {
+    if (!last_workload.empty() && c.workload != last_workload) std::fputc('\n', out);
+    last_workload = c.workload;
+    char n_text[16] = "-";
+    if (c.n > 0) std::snprintf(n_text, sizeof n_text, "%d", c.n);
+    char t2[16] = "";
+    if (multi_turn && c.spec_later_turns.target_runs > 0) {
+      std::snprintf(t2, sizeof t2, "%.2f", c.spec_later_turns.tokens_per_run());
+    } else if (multi_turn) {
+      std::snprintf(t2, sizeof t2, "-");
+    }
+    std::fprintf(out, "%-16s %-14s %3d %3s %6.2f %6s %5.1f%% %8.1f %9.1f %9.1f %7.2fx  %s%s\n",
+                 c.workload.c_str(), c.drafter.c_str(), c.k, n_text, c.spec.tokens_per_run(), t2,
+                 100.0 * c.spec.acceptance_rate(), c.draft_us_per_token(),
+                 c.base_tokens_per_second(), c.spec_tokens_per_second(), c.speedup_median(),
+                 acceptance_by_position(c.spec, " ", 2).c_str(),
+                 c.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
+  }
+  std::fprintf(out,
+               "\nAL: tokens per target run (mean acceptance length). acc%%: accepted / drafted. "
+               "speedup: plain wall time / speculative wall time, median over repeats.\n");
+}
+
+void write_csv(const std::string& path, const BenchMeta& meta,
+               const std::vector<CaseResult>& cases) {
+  std::ofstream out = open_for_writing(path);
+  out << "model,lab_impl,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
+         "target_runs,drafted,accepted,emitted,tokens_per_run,acceptance_rate,"
+         "acceptance_by_position,tokens_per_run_turn2plus,draft_us_per_token,"
+         "plain_tokens_per_s,spec_tokens_per_s,speedup_median,plain_seconds,spec_seconds,"
+         "identical\n";
+  for (const CaseResult& c : cases) {
+    const auto joined = [](const std::vector<double>& values) {
+      std::string out;
+      for (double v : values) {
+        if (!out.empty()) out += ';';
+        out += std::to_string(v);
+      }
+      return out;
+    };
+    const std::string base_s = joined(c.base_seconds);
+    const std::string spec_s = joined(c.spec_seconds);
+    out << csv_field(meta.model) << ',' << meta.lab_impl << ',' << meta.temperature << ','
+        << meta.max_new_tokens << ',' << meta.repeats << ',' << csv_field(c.workload) << ','
+        << c.drafter << ',' << csv_field(c.drafter_name) << ',' << c.k << ',' << c.n << ','
+        << c.spec.target_runs << ',' << c.spec.drafted << ',' << c.spec.accepted << ','
+        << c.spec.emitted << ',' << c.spec.tokens_per_run() << ',' << c.spec.acceptance_rate()
+        << ',' << acceptance_by_position(c.spec, ";", 4) << ','
+        << (c.spec_later_turns.target_runs > 0 ? std::to_string(c.spec_later_turns.tokens_per_run())
+                                               : std::string())
+        << ',' << c.draft_us_per_token() << ',' << c.base_tokens_per_second() << ','
+        << c.spec_tokens_per_second() << ',' << c.speedup_median() << ',' << base_s << ','
+        << spec_s << ',' << (c.mismatches == 0 ? "true" : "false") << '\n';
+  }
+  if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
+}
+
+void write_json(const std::string& path, const BenchMeta& meta,
+                const std::vector<CaseResult>& cases) {
+  nlohmann::ordered_json j;
+  j["meta"] = {{"model", meta.model},
+               {"lab_impl", meta.lab_impl},
+               {"temperature", meta.temperature},
+               {"seed", meta.seed},
+               {"max_new_tokens", meta.max_new_tokens},
+               {"repeats", meta.repeats},
+               {"threads", meta.threads}};
+  j["cases"] = nlohmann::ordered_json::array();
+  for (const CaseResult& c : cases) {
+    std::vector<double> by_position;
+    for (size_t i = 0; i < c.spec.drafted_at.size(); ++i) {
+      by_position.push_back(c.spec.acceptance_at(static_cast<int>(i)));
+    }
+    nlohmann::ordered_json row = {
+        {"workload", c.workload},
+        {"drafter", c.drafter},
+        {"drafter_name", c.drafter_name},
+        {"k", c.k},
+        {"n", c.n > 0 ? nlohmann::ordered_json(c.n) : nlohmann::ordered_json(nullptr)},
+        {"target_runs", c.spec.target_runs},
+        {"drafted", c.spec.drafted},
+        {"accepted", c.spec.accepted},
+        {"emitted", c.spec.emitted},
+        {"tokens_per_run", c.spec.tokens_per_run()},
+        {"acceptance_rate", c.spec.acceptance_rate()},
+        {"acceptance_by_position", by_position},
+        {"accept_length_hist", c.spec.accept_length_hist},
+        {"tokens_per_run_turn2plus",
+         c.spec_later_turns.target_runs > 0
+             ? nlohmann::ordered_json(c.spec_later_turns.tokens_per_run())
+             : nlohmann::ordered_json(nullptr)},
+        {"draft_us_per_token", c.draft_us_per_token()},
+        {"time_split_seconds",
+         {{"prefill", c.spec.prefill_seconds},
+          {"draft", c.spec.draft_seconds},
+          {"verify", c.spec.verify_seconds},
+          {"other", c.spec.other_seconds()}}},
+        {"plain_tokens_per_s", c.base_tokens_per_second()},
+        {"spec_tokens_per_s", c.spec_tokens_per_second()},
+        {"speedup_median", c.speedup_median()},
+        {"plain_seconds", c.base_seconds},
+        {"spec_seconds", c.spec_seconds},
+        {"identical", c.mismatches == 0},
+    };
+    if (c.mismatches) row["first_mismatch"] = c.first_mismatch;
+    j["cases"].push_back(row);
+  }
+  std::ofstream out = open_for_writing(path);
+  out << j.dump(2) << '\n';
+  if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
+}
+
+}  // namespace speclab::cli

@@ -1,0 +1,53 @@
+#pragma once
+// What `speclab bench` measures for one case (workload x drafter x parameters), and the three
+// ways it is reported: a terminal table, CSV and JSON.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mini_engine/spec/stats.h"
+
+namespace speclab::cli {
+
+struct CaseResult {
+  std::string workload;
+  std::string drafter;       // the --drafter value
+  std::string drafter_name;  // Drafter::name(), with its parameters
+  int k = 0;
+  int n = 0;                 // 0 when the drafter has no n
+  SpecStats spec;            // summed over items, turns and repeats
+  SpecStats spec_later_turns;  // the same, turns 2.. only (multi-turn workloads)
+  SpecStats base;            // plain decoding, summed likewise
+  std::vector<double> base_seconds;  // per repeat: plain decoding's wall time over the workload
+  std::vector<double> spec_seconds;  // per repeat: speculative decoding's
+  int mismatches = 0;        // outputs that differed from plain decoding (must be 0)
+  std::string first_mismatch;  // where the first one was
+
+  double speedup_median() const;   // median over repeats of base_seconds / spec_seconds
+  double base_tokens_per_second() const;  // median over repeats
+  double spec_tokens_per_second() const;
+  double draft_us_per_token() const;  // drafter time per emitted token, microseconds
+};
+
+struct BenchMeta {
+  std::string model;
+  std::string lab_impl;
+  int max_new_tokens = 0;
+  int repeats = 0;
+  double temperature = 0.0;
+  std::uint64_t seed = 0;
+  int threads = 0;
+};
+
+// The median of `values`; 0 for none.
+double median(std::vector<double> values);
+
+// Prints the table to `out`.
+void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseResult>& cases);
+// Writes the results as CSV / JSON to `path` (parent folders are created). Throws
+// std::runtime_error when the file cannot be written.
+void write_csv(const std::string& path, const BenchMeta& meta, const std::vector<CaseResult>& cases);
+void write_json(const std::string& path, const BenchMeta& meta,
+                const std::vector<CaseResult>& cases);
+
+}  // namespace speclab::cli

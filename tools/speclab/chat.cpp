@@ -1,0 +1,122 @@
+// `speclab chat`: a multi-turn conversation, one user message per line of standard input.
+//
+// The conversation's tokens only ever grow (system, user, reply, user, reply, ...), so the
+// target keeps its KV cache between turns and only the new turn is prefilled. The drafter is
+// created once and lives for the whole conversation: its state (an n-gram table, the pool's
+// public pool) carries over, which is what makes turn 2 -- which quotes turn 1 -- faster.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "factory.h"
+
+namespace speclab::cli {
+namespace {
+
+struct ChatOptions {
+  TargetOptions target;
+  DrafterOptions drafter;
+  DecodeOptions decode;
+  std::string system;
+  bool no_color = false;
+};
+
+void run_chat(ChatOptions o) {
+  o.target.toy_seed = o.decode.seed;
+  o.target.toy_length_hint = 8192;  // a conversation's length is not known in advance
+  Model model = load_model(o.target);
+  std::unique_ptr<Drafter> drafter = make_drafter(o.drafter, o.decode.k);
+  DecodeConfig dc = decode_config(o.decode);
+  dc.stop_tokens = model.codec->stop_tokens();
+  const VerifyRule verify = drafter ? make_verify_rule(dc.sampling) : VerifyRule{};
+  require_utf8(o.system, "the system message");
+
+  const bool interactive = isatty(fileno(stdin)) != 0;
+  const bool color = !o.no_color && color_wanted(stdout);
+  std::fprintf(stderr, "speclab chat: %s, drafter %s, k=%d, %s. One message per line%s.\n",
+               model.description.c_str(),
+               drafter ? drafter->name().c_str() : "none (plain decoding)", o.decode.k,
+               o.decode.temperature == 0.0 ? "greedy" : "sampled",
+               interactive ? "; end with Ctrl-D" : "");
+  if (!model.codec->is_text()) {
+    std::fprintf(stderr, "(the toy target's messages are token ids, e.g. \"3 1 4 1 5\")\n");
+  }
+
+  std::vector<Token> history = model.codec->system_prompt(o.system);
+  SpecStats first_turn;
+  SpecStats later_turns;
+  int turn = 0;
+  std::string line;
+  while (true) {
+    if (interactive) {
+      std::fputs("you> ", stdout);
+      std::fflush(stdout);
+    }
+    if (!std::getline(std::cin, line)) break;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;  // nothing to answer
+    ++turn;
+    require_utf8(line, "message " + std::to_string(turn));
+    if (!interactive) std::printf("you> %s\n", line.c_str());
+
+    std::vector<Token> prompt = history;
+    const std::vector<Token> user = model.codec->user_turn(line);
+    if (user.empty()) throw UsageError("message " + std::to_string(turn) + " is empty");
+    prompt.insert(prompt.end(), user.begin(), user.end());
+    if (drafter) check_n_fits(o.drafter, *model.target, prompt.size(), o.decode.max_new_tokens);
+    check_fits_context(*model.target, prompt.size(), o.decode.max_new_tokens,
+                       "the conversation (turn " + std::to_string(turn) + ")");
+
+    std::fputs("assistant> ", stdout);
+    TokenPrinter printer(*model.codec, stdout, color, dc.stop_tokens);
+    dc.on_round = [&](const RoundRecord& r) { printer.print_round(r); };
+    const GenerationResult result = run_decode(*model.target, drafter.get(), verify, prompt, dc);
+    printer.finish();
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    std::fprintf(stderr, "[turn %d] %s\n", turn, result.stats.summary().c_str());
+    std::fflush(stderr);
+
+    SpecStats& sum = turn == 1 ? first_turn : later_turns;
+    sum.target_runs += result.stats.target_runs;
+    sum.emitted += result.stats.emitted;
+    sum.drafted += result.stats.drafted;
+    sum.accepted += result.stats.accepted;
+
+    history = std::move(prompt);
+    history.insert(history.end(), result.tokens.begin(), result.tokens.end());
+    const std::vector<Token> close = model.codec->close_reply(result.stopped);
+    history.insert(history.end(), close.begin(), close.end());
+  }
+  if (turn == 0) throw UsageError("no message on standard input: nothing to answer");
+  if (turn > 1) {
+    std::fprintf(stderr,
+                 "chat: %d turns. tokens/run: turn 1 %.2f, turns 2..%d %.2f; acceptance: turn 1 "
+                 "%.1f%%, later %.1f%%\n",
+                 turn, first_turn.tokens_per_run(), turn, later_turns.tokens_per_run(),
+                 100.0 * first_turn.acceptance_rate(), 100.0 * later_turns.acceptance_rate());
+  }
+}
+
+}  // namespace
+
+void add_chat(CLI::App& app) {
+  auto o = std::make_shared<ChatOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "chat",
+      "A multi-turn chat: one user message per line of standard input (works non-interactively, "
+      "e.g. printf 'q1\\nq2\\n' | speclab chat). The drafter's state persists across turns, and "
+      "per-turn stats on stderr show the turn-2 effect");
+  cmd->add_option("--system", o->system, "A system message that opens the conversation");
+  add_target_flags(*cmd, o->target);
+  add_drafter_flags(*cmd, o->drafter);
+  add_decode_flags(*cmd, o->decode);
+  cmd->add_flag("--no-color", o->no_color, "Plain text even on a terminal");
+  cmd->callback([o]() { run_chat(*o); });
+}
+
+}  // namespace speclab::cli

@@ -1,0 +1,475 @@
+// The flags -> engine objects mapping. To add a lab's drafter: include its header, mark its
+// catalog entry available, and add a branch to make_drafter(). To add a backend: load_model().
+#include "factory.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+#include "auto_drafter.h"
+#include "mini_engine/model/gguf.h"
+#include "mini_engine/model/llama_weights.h"
+#include "mini_engine/targets/cpu_llama.h"
+#include "mini_engine/targets/cuda/cuda_llama.h"
+#include "mini_engine/targets/toy_target.h"
+#include "nasd.h"
+#include "ngram_pool.h"
+#include "ngram_storage.h"
+#include "prompt_lookup.h"
+#include "suffix_automaton.h"
+
+namespace speclab::cli {
+namespace {
+
+constexpr const char* kSmolLM2File = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+}  // namespace
+
+CLI::Validator int_in(long long lo, long long hi, const std::string& what) {
+  return CLI::Validator(
+      [lo, hi, what](std::string& value) -> std::string {
+        long long v = 0;
+        try {
+          size_t used = 0;
+          v = std::stoll(value, &used);
+          if (used != value.size()) throw std::invalid_argument(value);
+        } catch (const std::exception&) {
+          return "expected a whole number (" + what + "), got '" + value + "'";
+        }
+        if (v < lo || v > hi) {
+          return "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + " (" +
+                 what + "), got " + value;
+        }
+        return {};
+      },
+      "[" + std::to_string(lo) + ".." + std::to_string(hi) + "]");
+}
+
+namespace {
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+bool is_regular_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+Model load_toy(const TargetOptions& o) {
+  if (o.device == "cuda") {
+    throw UsageError("--device cuda: the toy target runs on the CPU only (try --model smollm2)");
+  }
+  ToyTargetConfig cfg;
+  try {
+    cfg.regime = parse_toy_regime(o.regime);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--regime: ") + e.what());
+  }
+  cfg.seed = o.toy_seed;
+  cfg.noise = o.noise;
+  // The random regime never repeats a token while the sequence is shorter than the vocabulary.
+  cfg.vocab_size =
+      cfg.regime == ToyRegime::random ? std::max(4096, o.toy_length_hint + 1) : 512;
+  if (o.context > 0) cfg.max_length = o.context;
+  auto target = std::make_unique<ToyTarget>(cfg);
+  Model m;
+  m.codec = make_token_id_codec(target->vocab_size());
+  m.description = target->name() + " on cpu";
+  m.target = std::move(target);
+  m.is_toy = true;
+  return m;
+}
+
+// The model file for --model: "smollm2" resolves to the cached download, anything else is a path.
+std::string resolve_model_path(const std::string& model) {
+  if (model == "smollm2") {
+    std::string why;
+    if (auto path = fetch_smollm2(&why)) return *path;
+    throw UsageError("--model smollm2: the model is not cached and could not be fetched: " + why +
+                     "\n  (tools/fetch_model explains how to provide it by hand; --model toy "
+                     "needs no download)");
+  }
+  if (!std::filesystem::exists(model)) {
+    throw UsageError("--model: '" + model +
+                     "' is neither 'toy', 'smollm2' nor an existing model file");
+  }
+  if (!is_regular_file(model)) throw UsageError("--model: '" + model + "' is not a regular file");
+  return model;
+}
+
+Model load_gguf_model(const TargetOptions& o) {
+  const std::string path = resolve_model_path(o.model);
+  // Parse the file first: a missing, truncated or foreign file is reported as what it is, before
+  // any backend tries to use it.
+  std::unique_ptr<TextCodec> codec;
+  try {
+    const GgufFile file = GgufFile::open(path);
+    codec = make_gguf_codec(file);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const GgufError& e) {
+    throw UsageError("--model: '" + path + "' is not a usable GGUF model (truncated or corrupt?): " +
+                     e.what());
+  } catch (const std::runtime_error& e) {
+    throw UsageError("--model: cannot read '" + path + "': " + e.what());
+  }
+  Model m;
+  try {
+    if (o.device == "cuda") {
+      CudaLlamaOptions co;
+      co.max_length = o.context;
+      m.target = make_cuda_llama(path, co);
+    } else {
+      CpuLlamaOptions co;
+      co.threads = o.threads;
+      co.max_context = o.context;
+      m.target = CpuLlama::open(path, co);
+    }
+  } catch (const GgufError& e) {
+    throw UsageError("--model: '" + path + "' is not a usable GGUF model (truncated or corrupt?): " +
+                     e.what());
+  } catch (const ModelError& e) {
+    throw UsageError("--model: '" + path + "' is not a model SpecLab can run: " + e.what());
+  }
+  m.codec = std::move(codec);
+  std::string threads;
+  if (o.device == "cpu") {
+    const auto* cpu = dynamic_cast<const CpuLlama*>(m.target.get());
+    threads = ", " + std::to_string(cpu ? cpu->threads() : o.threads) + " threads";
+  }
+  m.description = m.target->name() + " on " + o.device + threads;
+  return m;
+}
+
+}  // namespace
+
+// ---- targets ----
+
+void add_target_flags(CLI::App& cmd, TargetOptions& o) {
+  cmd.add_option("--model", o.model,
+                 "Target model: 'toy' (token ids in, token ids out), 'smollm2' "
+                 "(SmolLM2-135M-Instruct, fetched and cached on first use) or a GGUF file path")
+      ->capture_default_str();
+  cmd.add_option("--device", o.device, "Where the model runs: cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd.add_option("--threads", o.threads, "CPU threads for the model; 0 = every core")
+      ->check(int_in(0, 1024, "CPU threads"))
+      ->capture_default_str();
+  cmd.add_option("--context", o.context,
+                 "The most tokens the sequence may hold; 0 = the model's own limit")
+      ->check(int_in(0, 1 << 24, "context length in tokens"))
+      ->capture_default_str();
+  cmd.add_option("--regime", o.regime, "Toy target only: periodic, markov or random")
+      ->check(CLI::IsMember({"periodic", "markov", "random"}))
+      ->capture_default_str()
+      ->group("Toy target");
+  cmd.add_option("--noise", o.noise,
+                 "Toy target only: chance a position departs from the regime's rule (-1: the "
+                 "regime's default)")
+      ->check(CLI::Range(-1.0, 1.0))
+      ->capture_default_str()
+      ->group("Toy target");
+}
+
+Model load_model(const TargetOptions& o) {
+  if (o.device != "cpu" && o.device != "cuda") {
+    throw UsageError("--device must be cpu or cuda, got '" + o.device + "'");
+  }
+  if (o.device == "cuda") {
+    const std::string reason = cuda_unavailable_reason();
+    if (!reason.empty()) throw UsageError("--device cuda: " + reason);
+  }
+  if (o.model == "toy") return load_toy(o);
+  if (o.model.empty()) throw UsageError("--model is empty: give toy, smollm2 or a GGUF file path");
+  return load_gguf_model(o);
+}
+
+std::optional<std::string> cached_smollm2() {
+  if (const char* explicit_path = std::getenv("SPECLAB_MODEL");
+      explicit_path != nullptr && explicit_path[0] != '\0') {
+    if (is_regular_file(explicit_path)) return std::string(explicit_path);
+    return std::nullopt;
+  }
+  std::filesystem::path dir;
+  if (const char* cache = std::getenv("SPECLAB_CACHE"); cache != nullptr && cache[0] != '\0') {
+    dir = cache;
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && home[0] != '\0') {
+    dir = std::filesystem::path(home) / ".cache" / "speclab";
+  } else {
+    return std::nullopt;
+  }
+  const std::string path = (dir / kSmolLM2File).string();
+  if (is_regular_file(path)) return path;
+  return std::nullopt;
+}
+
+std::optional<std::string> fetch_smollm2(std::string* why) {
+  if (auto path = cached_smollm2()) return path;
+  const std::string script = std::string(SPECLAB_SOURCE_DIR) + "/tools/fetch_model";
+  if (!is_regular_file(script)) {
+    if (why) *why = script + " is missing";
+    return std::nullopt;
+  }
+  // fetch_model prints the path on stdout and its progress and errors on stderr.
+  std::FILE* pipe = ::popen(("'" + script + "'").c_str(), "r");
+  if (pipe == nullptr) {
+    if (why) *why = "cannot run " + script;
+    return std::nullopt;
+  }
+  std::string out;
+  std::array<char, 512> buf{};
+  while (std::fgets(buf.data(), static_cast<int>(buf.size()), pipe) != nullptr) out += buf.data();
+  const int status = ::pclose(pipe);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  if (status != 0 || out.empty() || !is_regular_file(out)) {
+    if (why) *why = "tools/fetch_model failed (no network?)";
+    return std::nullopt;
+  }
+  return out;
+}
+
+// ---- drafters ----
+
+const std::vector<DrafterInfo>& drafter_catalog() {
+  static const std::vector<DrafterInfo> catalog = {
+      {"none", "plain decoding: no drafts, one target run per token", "", false, true},
+      {"prompt-lookup", "copy what followed the last earlier match of the final n tokens", "lab01",
+       true, true},
+      {"ngram", "n-gram counts with back-off, learned from the text so far", "lab02", true, true},
+      {"nasd", "n-gram storage that also learns the target's top-k tokens (NASD)", "lab03", true,
+       true},
+      {"pool", "TensorRT-LLM-style n-gram pool; the public pool persists across requests", "lab04",
+       true, true},
+      {"sa", "suffix automaton: the longest earlier match, however long", "lab05", false, true},
+      {"sa+ngram", "n-gram drafter, overridden by the suffix automaton on long matches", "lab05",
+       true, true},
+      {"auto", "a policy that speculates only when measured acceptance pays for it", "", true,
+       true},
+  };
+  return catalog;
+}
+
+const DrafterInfo& drafter_info(const std::string& name) {
+  for (const DrafterInfo& d : drafter_catalog()) {
+    if (d.name == name) return d;
+  }
+  std::vector<std::string> names;
+  for (const DrafterInfo& d : drafter_catalog()) names.push_back(d.name);
+  throw UsageError("unknown drafter '" + name + "'; valid: " + join(names, ", "));
+}
+
+std::vector<std::string> available_drafters() {
+  std::vector<std::string> names;
+  for (const DrafterInfo& d : drafter_catalog()) {
+    if (d.available) names.push_back(d.name);
+  }
+  return names;
+}
+
+void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string>* drafter_list,
+                       std::vector<int>* n_list) {
+  std::string help = drafter_list ? "Drafters to compare, comma-separated, or 'all' (the default: "
+                                    "every drafter in this build). LAB_IMPL=" +
+                                        std::string(lab_impl()) + " implementations:"
+                                  : "The drafter (LAB_IMPL=" + std::string(lab_impl()) +
+                                        " implementations):";
+  for (const DrafterInfo& d : drafter_catalog()) {
+    help += "\n  " + d.name + ": " + d.summary;
+    if (!d.lab.empty()) help += " [" + d.lab + "]";
+    if (!d.available) help += " (not in this build yet)";
+  }
+  const std::string n_help =
+      "n-gram size: prompt-lookup matches the last n tokens; ngram/nasd use n-grams up to n; "
+      "pool keys are up to n tokens";
+  if (drafter_list) {
+    cmd.add_option("--drafter", *drafter_list, help)->delimiter(',');
+  } else {
+    cmd.add_option("--drafter", o.drafter, help)->capture_default_str();
+  }
+  if (n_list) {
+    cmd.add_option("--n", *n_list, n_help + " (comma-separated values to sweep)")
+        ->delimiter(',')
+        ->check(int_in(1, 1 << 20, "n-gram size"))
+        ->capture_default_str();
+  } else {
+    cmd.add_option("--n", o.n, n_help)
+        ->check(int_in(1, 1 << 20, "n-gram size"))
+        ->capture_default_str();
+  }
+  auto* g = "Drafter options";
+  cmd.add_option("--min-context", o.min_context, "ngram, nasd: the shortest context backed off to")
+      ->check(int_in(1, 1 << 20, "back-off floor"))
+      ->capture_default_str()
+      ->group(g);
+  cmd.add_flag("--pad", o.pad, "ngram, nasd: pad a miss and keep drafting instead of stopping")
+      ->group(g);
+  cmd.add_option("--filler-top-k", o.filler_top_k,
+                 "nasd: after each round also learn the target's top-k tokens (1 = only the "
+                 "emitted ones)")
+      ->check(int_in(1, 64, "tokens learned per position"))
+      ->capture_default_str()
+      ->group(g);
+  cmd.add_flag("--pool-private", o.pool_private,
+               "pool: a private pool per request instead of the public one")
+      ->group(g);
+  cmd.add_flag("--pool-newest", o.pool_newest, "pool: propose the newest value, not the oldest")
+      ->group(g);
+  cmd.add_flag("--pool-keep-one", o.pool_keep_one, "pool: keep only the longest value per key")
+      ->group(g);
+  cmd.add_option("--sa-min-match", o.sa_min_match,
+                 "sa: the shortest earlier match the automaton proposes from")
+      ->check(int_in(1, 1 << 20, "match length"))
+      ->capture_default_str()
+      ->group(g);
+  cmd.add_option("--sa-threshold", o.sa_threshold,
+                 "sa+ngram: the shortest suffix-automaton match trusted over the n-gram drafter")
+      ->check(int_in(1, 1 << 20, "match length"))
+      ->capture_default_str()
+      ->group(g);
+  cmd.add_option("--auto-inner", o.auto_inner, "auto: the drafter the policy steers")
+      ->capture_default_str()
+      ->group(g);
+}
+
+namespace {
+// The drafter itself, once make_drafter() has checked the name and k.
+std::unique_ptr<Drafter> make_lab_drafter(const DrafterOptions& o, int k) {
+  if (o.drafter == "prompt-lookup") return std::make_unique<PromptLookupDrafter>(o.n);
+  if (o.drafter == "ngram") {
+    NGramDrafterConfig c;
+    c.n = o.n;
+    c.min_context = o.min_context;
+    c.stop_if_unknown = !o.pad;
+    return std::make_unique<NGramDrafter>(c);
+  }
+  if (o.drafter == "nasd") {
+    NasdConfig c;
+    c.n = o.n;
+    c.min_context = o.min_context;
+    c.filler_top_k = o.filler_top_k;
+    c.stop_if_unknown = !o.pad;
+    return std::make_unique<NasdDrafter>(c);
+  }
+  if (o.drafter == "pool") {
+    NGramPoolConfig c;
+    c.max_draft_len = k;
+    c.max_matching_ngram_size = o.n;
+    c.is_keep_all = !o.pool_keep_one;
+    c.is_use_oldest = !o.pool_newest;
+    c.is_public_pool = !o.pool_private;
+    return std::make_unique<NGramPoolDrafter>(c);
+  }
+  if (o.drafter == "sa") return std::make_unique<SuffixAutomatonDrafter>(o.sa_min_match);
+  if (o.drafter == "sa+ngram") {
+    DrafterOptions inner = o;
+    inner.drafter = "ngram";
+    return std::make_unique<SuffixEnhancerDrafter>(make_lab_drafter(inner, k), o.sa_threshold);
+  }
+  if (o.drafter == "auto") {
+    if (o.auto_inner == "auto" || o.auto_inner == "none") {
+      throw UsageError("--auto-inner must name a drafter other than none and auto");
+    }
+    DrafterOptions inner = o;
+    inner.drafter = o.auto_inner;
+    std::unique_ptr<Drafter> steered = make_drafter(inner, k);
+    return std::make_unique<AutoDrafter>(std::move(steered));
+  }
+  throw std::logic_error("make_drafter: '" + o.drafter + "' is marked available but not built");
+}
+}  // namespace
+
+std::unique_ptr<Drafter> make_drafter(const DrafterOptions& o, int k) {
+  const DrafterInfo& info = drafter_info(o.drafter);
+  if (!info.available) {
+    throw UsageError("drafter '" + o.drafter + "' comes with " + info.lab +
+                     ", which is not in this build yet; available: " +
+                     join(available_drafters(), ", "));
+  }
+  if (k < 1 || k > 64) {
+    throw UsageError("--k must be between 1 and 64 (drafts per round), got " + std::to_string(k));
+  }
+  if (o.drafter == "none") return nullptr;
+  try {
+    return make_lab_drafter(o, k);
+  } catch (const std::invalid_argument& e) {
+    // A lab's constructor refused an option (n too small for an n-gram model, ...).
+    throw UsageError("--drafter " + o.drafter + ": " + e.what());
+  }
+}
+
+
+void check_n_fits(const DrafterOptions& o, const Target& target, std::size_t prompt_tokens,
+                  int max_new_tokens) {
+  const std::string& name = o.drafter == "auto" ? o.auto_inner : o.drafter;
+  if (!drafter_info(name).uses_n) return;
+  const long long longest =
+      std::min<long long>(target.max_length(),
+                          static_cast<long long>(prompt_tokens) + max_new_tokens);
+  if (o.n >= longest) {
+    throw UsageError("--n " + std::to_string(o.n) + " is larger than the context: this run holds " +
+                     "at most " + std::to_string(longest) + " tokens (prompt " +
+                     std::to_string(prompt_tokens) + " + max-new-tokens " +
+                     std::to_string(max_new_tokens) + ", model limit " +
+                     std::to_string(target.max_length()) +
+                     "), so an n-gram that long can never repeat");
+  }
+}
+
+void check_fits_context(const Target& target, std::size_t prompt_tokens, int max_new_tokens,
+                        const std::string& what) {
+  if (prompt_tokens + static_cast<std::size_t>(max_new_tokens) <=
+      static_cast<std::size_t>(target.max_length())) {
+    return;
+  }
+  throw UsageError(what + " (" + std::to_string(prompt_tokens) + " tokens) + --max-new-tokens " +
+                   std::to_string(max_new_tokens) + " does not fit the context: " + target.name() +
+                   " holds at most " + std::to_string(target.max_length()) +
+                   " tokens (shorten the prompt, lower --max-new-tokens, or raise --context)");
+}
+
+// ---- decoding ----
+
+void add_decode_flags(CLI::App& cmd, DecodeOptions& o) {
+  cmd.add_option("--k", o.k, "Drafts per round")
+      ->check(int_in(1, 64, "drafts per round"))
+      ->capture_default_str();
+  cmd.add_option("--temperature", o.temperature, "Sampling temperature; 0 = greedy")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  cmd.add_option("--seed", o.seed, "Sampling seed; for the toy target also the seed of its text")
+      ->capture_default_str();
+  cmd.add_option("--max-new-tokens", o.max_new_tokens, "The most tokens to generate")
+      ->check(int_in(1, 1 << 20, "tokens to generate"))
+      ->capture_default_str();
+}
+
+DecodeConfig decode_config(const DecodeOptions& o) {
+  DecodeConfig dc;
+  dc.k = o.k;
+  dc.max_new_tokens = o.max_new_tokens;
+  dc.sampling.temperature = o.temperature;
+  dc.sampling.seed = o.seed;
+  return dc;
+}
+
+VerifyRule make_verify_rule(const SamplingParams& sampling) {
+  if (sampling.temperature == 0.0) return greedy_verify_rule();  // lab 01
+  return sampled_verify_rule();                                   // lab 03
+}
+
+GenerationResult run_decode(Target& target, Drafter* drafter, const VerifyRule& verify,
+                            std::span<const Token> prompt, const DecodeConfig& config) {
+  if (drafter == nullptr) return run_baseline(target, prompt, config);
+  return run_speculative(target, *drafter, verify, prompt, config);
+}
+
+}  // namespace speclab::cli

@@ -1,0 +1,153 @@
+#pragma once
+// The one place that turns flags into engine objects: --model/--device/--threads into a Target
+// and its TextCodec, --drafter and its options into a Drafter, and the sampling flags into a
+// VerifyRule. Every subcommand goes through here, so a new lab's drafter or a new backend is a
+// few lines in factory.cpp and shows up in generate, chat, bench and trace at once.
+//
+// The drafters and verify rules come from the labs: the reference solutions in speclab-solution,
+// the student's starters in speclab-starter (LAB_IMPL picks; see launcher.cpp).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "mini_engine/core/target.h"
+#include "mini_engine/spec/drafter.h"
+#include "mini_engine/spec/loop.h"
+#include "mini_engine/spec/verify.h"
+#include "text.h"
+
+namespace speclab::cli {
+
+// "solution" or "starter": which lab implementations this binary was linked with.
+const char* lab_impl();
+
+// A CLI11 check for an integer flag in [lo, hi] whose message says what the flag means:
+// "--k: must be between 1 and 64 (drafts per round), got 0".
+CLI::Validator int_in(long long lo, long long hi, const std::string& what);
+
+// ---- targets ----
+
+struct TargetOptions {
+  std::string model = "toy";   // "toy", "smollm2", or the path of a Llama-family GGUF file
+  std::string device = "cpu";  // "cpu" | "cuda"
+  int threads = 0;             // CPU worker threads; 0 = every core
+  int context = 0;             // the most tokens a sequence may hold; 0 = the model's own limit
+  // The toy target only:
+  std::string regime = "periodic";  // periodic | markov | random
+  double noise = -1.0;              // -1: the regime's default
+  // Set by the subcommand, not by a flag: the seed of the toy's text (the subcommand's --seed)
+  // and roughly how many tokens a run will hold (the random regime's vocabulary exceeds it, so
+  // its text never repeats).
+  std::uint64_t toy_seed = 0;
+  int toy_length_hint = 0;
+};
+
+// A loaded model: the target and how text maps to its tokens.
+struct Model {
+  std::unique_ptr<Target> target;
+  std::unique_ptr<TextCodec> codec;
+  std::string description;  // one line for headers and reports, e.g. "toy(periodic) on cpu"
+  bool is_toy = false;
+};
+
+// Adds --model, --device, --threads, --context and the toy target's --regime and --noise to
+// `cmd`. (The toy's seed is the subcommand's --seed.)
+void add_target_flags(CLI::App& cmd, TargetOptions& options);
+
+// Loads the model `options` names. Throws UsageError with a precise message for an unknown
+// model, a missing or unreadable file, --device cuda without a usable GPU (the message carries
+// cuda_unavailable_reason()), and a backend this build lacks.
+Model load_model(const TargetOptions& options);
+
+// The cached SmolLM2 file: $SPECLAB_MODEL, else SmolLM2-135M-Instruct.Q4_1.gguf in
+// $SPECLAB_CACHE (default ~/.cache/speclab). Empty when neither exists. Never downloads.
+std::optional<std::string> cached_smollm2();
+// cached_smollm2(), or else runs tools/fetch_model to download it. On failure returns nothing
+// and, when `why` is given, stores the reason.
+std::optional<std::string> fetch_smollm2(std::string* why = nullptr);
+
+// ---- drafters ----
+
+struct DrafterOptions {
+  std::string drafter = "prompt-lookup";
+  int n = 3;              // prompt-lookup: match length; ngram/nasd/sa+ngram: longest n-gram;
+                          // pool: longest key
+  int min_context = 1;    // ngram/nasd: the back-off floor
+  bool pad = false;       // ngram/nasd: pad a miss instead of ending the draft
+  int filler_top_k = 3;   // nasd: also learn the target's top-k tokens (lab 03's default)
+  // pool: values hold up to k tokens (max_draft_len = --k), keys up to n.
+  bool pool_private = false;   // pool: one pool per request instead of the public pool
+  bool pool_newest = false;    // pool: propose the newest value instead of the oldest
+  bool pool_keep_one = false;  // pool: keep only the longest value per key
+  int sa_min_match = 2;   // sa: the shortest match it proposes from (one token is weak evidence)
+  int sa_threshold = 4;   // sa+ngram: shortest suffix-automaton match trusted over the n-gram
+                          // drafter (TensorRT-LLM's default)
+  std::string auto_inner = "prompt-lookup";  // auto: the drafter the policy steers
+};
+
+// What the CLI knows about one --drafter value.
+struct DrafterInfo {
+  std::string name;
+  std::string summary;  // one line for --help
+  std::string lab;      // the lab that implements it ("" for none and auto)
+  bool uses_n = false;  // whether --n changes it (bench sweeps --n only for these)
+  bool available = false;  // false: its lab is not in this build yet
+};
+
+// Every --drafter value, in the order --help lists them.
+const std::vector<DrafterInfo>& drafter_catalog();
+// The catalog entry for `name`. Throws UsageError naming the valid values for an unknown name.
+const DrafterInfo& drafter_info(const std::string& name);
+// The names that can be built in this binary, "none" included.
+std::vector<std::string> available_drafters();
+
+// Adds --drafter, --n and each drafter's own options to `cmd`. With `drafter_list` and
+// `n_list` (bench), --drafter and --n take comma-separated lists into those instead.
+void add_drafter_flags(CLI::App& cmd, DrafterOptions& options,
+                       std::vector<std::string>* drafter_list = nullptr,
+                       std::vector<int>* n_list = nullptr);
+
+// A new drafter for options.drafter, or nullptr for "none" (plain decoding).
+// `k` is the number of drafts per round (the pool sizes its values with it).
+// Throws UsageError for an unknown drafter, one whose lab is not in this build, and options out
+// of range, naming the flag.
+std::unique_ptr<Drafter> make_drafter(const DrafterOptions& options, int k);
+
+// Checks the n-gram size against the longest context this run can have: the model's limit, and
+// prompt + max_new_tokens. An n-gram that long can never occur twice, so it is a usage error.
+void check_n_fits(const DrafterOptions& options, const Target& target, std::size_t prompt_tokens,
+                  int max_new_tokens);
+
+// Throws UsageError when `what` (prompt_tokens long) plus max_new_tokens would not fit in the
+// target's context: better said before the run than as an overflow half-way through it.
+void check_fits_context(const Target& target, std::size_t prompt_tokens, int max_new_tokens,
+                        const std::string& what = "the prompt");
+
+// ---- decoding ----
+
+struct DecodeOptions {
+  int k = 5;                    // drafts per round, 1..64
+  double temperature = 0.0;     // 0 = greedy
+  std::uint64_t seed = 0;       // sampling seed
+  int max_new_tokens = 128;
+};
+
+// Adds --k, --temperature, --seed and --max-new-tokens (default `default_max_new_tokens`).
+void add_decode_flags(CLI::App& cmd, DecodeOptions& options);
+
+// The engine's DecodeConfig for `options`.
+DecodeConfig decode_config(const DecodeOptions& options);
+
+// The verify rule for `sampling`: the lab 01 greedy rule at temperature 0, the lab 03 sampled
+// rule otherwise. Throws UsageError when the rule's lab is not in this build.
+VerifyRule make_verify_rule(const SamplingParams& sampling);
+
+// Runs plain decoding when `drafter` is null, speculative decoding otherwise.
+GenerationResult run_decode(Target& target, Drafter* drafter, const VerifyRule& verify,
+                            std::span<const Token> prompt, const DecodeConfig& config);
+
+}  // namespace speclab::cli

@@ -1,0 +1,65 @@
+#include "prompt.h"
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "mini_engine/targets/toy_target.h"
+
+namespace speclab::cli {
+namespace {
+
+std::string read_all(const std::string& path) {
+  if (path == "-") {
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("--prompt-file: cannot open '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool blank(const std::string& s) {
+  return s.find_first_not_of(" \t\r\n") == std::string::npos;
+}
+
+}  // namespace
+
+void add_prompt_flags(CLI::App& cmd, PromptOptions& o) {
+  auto* p = cmd.add_option("--prompt", o.prompt,
+                           "The prompt text (for the toy target: token ids, e.g. \"3 1 4 1 5\")");
+  auto* f = cmd.add_option("--prompt-file", o.prompt_file,
+                           "Read the prompt from a file ('-' = standard input)");
+  p->excludes(f);
+  cmd.add_option("--system", o.system, "A system message (real models, chat template)");
+  cmd.add_flag("--raw", o.raw, "Do not wrap the prompt in the model's chat template");
+  o.prompt_flag = p;
+  o.file_flag = f;
+}
+
+std::vector<Token> resolve_prompt(const PromptOptions& o, const Model& model) {
+  if (!o.given()) {
+    if (const auto* toy = dynamic_cast<const ToyTarget*>(model.target.get())) {
+      return toy->make_prompt(o.toy_prompt_len);
+    }
+    throw UsageError("no prompt: give one with --prompt TEXT or --prompt-file PATH");
+  }
+  const std::string text = o.prompt_file.empty() ? o.prompt : read_all(o.prompt_file);
+  require_utf8(text, "the prompt");
+  require_utf8(o.system, "the system message");
+  if (blank(text)) throw UsageError("the prompt is empty: give some text to continue");
+  std::vector<Token> tokens;
+  if (o.raw || !model.codec->is_text()) {
+    tokens = model.codec->encode(text);
+  } else {
+    tokens = model.codec->system_prompt(o.system);
+    const std::vector<Token> user = model.codec->user_turn(text);
+    tokens.insert(tokens.end(), user.begin(), user.end());
+  }
+  if (tokens.empty()) throw UsageError("the prompt is empty: it encodes to no tokens");
+  return tokens;
+}
+
+}  // namespace speclab::cli

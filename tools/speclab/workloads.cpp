@@ -1,0 +1,99 @@
+#include "workloads.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "text.h"
+
+namespace speclab::cli {
+namespace {
+
+std::string where(const std::string& path, int line) {
+  return path + ":" + std::to_string(line) + ": ";
+}
+
+}  // namespace
+
+Workload load_workload(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("workload '" + path + "': cannot open the file");
+  Workload w;
+  w.path = path;
+  w.name = std::filesystem::path(path).stem().string();
+  std::set<std::string> ids;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    require_utf8(line, where(path, number) + "this line");
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError(where(path, number) + "not valid JSON: " + e.what());
+    }
+    if (!j.is_object()) throw UsageError(where(path, number) + "each line must be a JSON object");
+    Conversation c;
+    if (!j.contains("id") || !j["id"].is_string() || j["id"].get<std::string>().empty()) {
+      throw UsageError(where(path, number) + "\"id\" must be a non-empty string");
+    }
+    c.id = j["id"].get<std::string>();
+    if (!ids.insert(c.id).second) {
+      throw UsageError(where(path, number) + "the id '" + c.id + "' appears twice");
+    }
+    if (j.contains("system")) {
+      if (!j["system"].is_string()) throw UsageError(where(path, number) + "\"system\" must be a string");
+      c.system = j["system"].get<std::string>();
+    }
+    if (!j.contains("turns") || !j["turns"].is_array() || j["turns"].empty()) {
+      throw UsageError(where(path, number) + "\"turns\" must be a non-empty array of strings");
+    }
+    for (const auto& t : j["turns"]) {
+      if (!t.is_string() || t.get<std::string>().find_first_not_of(" \t\r\n") == std::string::npos) {
+        throw UsageError(where(path, number) + "every turn must be a non-empty string");
+      }
+      c.turns.push_back(t.get<std::string>());
+    }
+    for (const auto& [key, value] : j.items()) {
+      if (key != "id" && key != "system" && key != "turns" && key != "note") {
+        throw UsageError(where(path, number) + "unknown field \"" + key +
+                         "\" (fields: id, system, turns, note)");
+      }
+    }
+    w.items.push_back(std::move(c));
+  }
+  if (w.items.empty()) throw UsageError("workload '" + path + "' holds no conversation");
+  return w;
+}
+
+std::string workloads_dir() { return std::string(SPECLAB_SOURCE_DIR) + "/data/workloads"; }
+
+std::vector<std::string> shipped_workloads() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(workloads_dir(), ec)) {
+    if (entry.path().extension() == ".jsonl") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Workload find_workload(const std::string& name) {
+  const bool looks_like_path =
+      name.find('/') != std::string::npos || name.ends_with(".jsonl");
+  if (looks_like_path) return load_workload(name);
+  const std::string path = workloads_dir() + "/" + name + ".jsonl";
+  if (std::filesystem::exists(path)) return load_workload(path);
+  std::string valid;
+  for (const std::string& n : shipped_workloads()) valid += (valid.empty() ? "" : ", ") + n;
+  throw UsageError("unknown workload '" + name + "'; shipped: " + valid +
+                   " (or give the path of a .jsonl file)");
+}
+
+}  // namespace speclab::cli
