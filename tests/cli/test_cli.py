@@ -263,6 +263,17 @@ class Bench(unittest.TestCase):
             self.assertGreater(by[("toy-periodic", "prompt-lookup", 4)]["tokens_per_run"], 2.0)
             self.assertEqual(by[("toy-random", "prompt-lookup", 4)]["tokens_per_run"], 1.0)
 
+    def test_cpu_clock_is_recorded(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            js = Path(tmp) / "r.json"
+            rc, out, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic",
+                                   "--drafter", "prompt-lookup", "--repeats", "1",
+                                   "--max-new-tokens", "16", "--clock", "cpu", "--csv", "",
+                                   "--json", str(js))
+            self.assertEqual(rc, 0, err)
+            self.assertIn("cpu clock", out)
+            self.assertEqual(json.loads(js.read_text())["meta"]["clock"], "cpu")
+
     def test_a_speculative_output_that_differs_fails_loudly(self):
         rc, _, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic", "--drafter",
                              "prompt-lookup", "--repeats", "1", "--max-new-tokens", "32",

@@ -6,6 +6,7 @@
 // starts from an empty KV cache, so neither side gets the other's prefill for free; a later turn
 // reuses its own conversation's cache, as a chat server would. A case gets a fresh drafter per
 // conversation, kept across that conversation's turns.
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -40,6 +41,7 @@ struct BenchOptions {
   std::string csv = "out/bench.csv";
   std::string json = "out/bench.json";
   bool no_progress = false;
+  std::string clock = "wall";  // wall | cpu (this process's CPU time)
   bool corrupt_verify = false;  // hidden: breaks the verify rule, to test the identity check
 };
 
@@ -97,12 +99,20 @@ Workload toy_workload(const std::string& name, const Model& model) {
   return w;
 }
 
+// This process's CPU time (every thread's), in seconds.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 // Decodes one conversation turn by turn and returns its outputs (one per turn). Adds the stats
-// to `all` (and turns 2.. to `later`) and the wall time to `seconds`.
+// to `all` (and turns 2.. to `later`) and the time to `seconds`: wall-clock time, or with
+// `cpu_clock` this process's CPU time.
 std::vector<std::vector<Token>> run_conversation(Model& model, const Conversation& c,
                                                  Drafter* drafter, const VerifyRule& verify,
                                                  DecodeConfig dc, SpecStats& all, SpecStats& later,
-                                                 double& seconds) {
+                                                 double& seconds, bool cpu_clock) {
   dc.stop_tokens = model.codec->stop_tokens();
   model.target->truncate(0);  // no prefill left over from the previous run
   std::vector<Token> history = model.codec->system_prompt(c.system);
@@ -110,7 +120,9 @@ std::vector<std::vector<Token>> run_conversation(Model& model, const Conversatio
   for (size_t t = 0; t < c.turns.size(); ++t) {
     const std::vector<Token> user = model.codec->user_turn(c.turns[t]);
     history.insert(history.end(), user.begin(), user.end());
+    const double cpu0 = process_cpu_seconds();
     const GenerationResult r = run_decode(*model.target, drafter, verify, history, dc);
+    const double cpu_used = process_cpu_seconds() - cpu0;
     for (SpecStats* s : {&all, t > 0 ? &later : nullptr}) {
       if (s == nullptr) continue;
       s->prompt_tokens += r.stats.prompt_tokens;
@@ -130,7 +142,7 @@ std::vector<std::vector<Token>> run_conversation(Model& model, const Conversatio
       grow(s->accepted_at, r.stats.accepted_at);
       grow(s->accept_length_hist, r.stats.accept_length_hist);
     }
-    seconds += r.stats.total_seconds;
+    seconds += cpu_clock ? cpu_used : r.stats.total_seconds;
     history.insert(history.end(), r.tokens.begin(), r.tokens.end());
     const std::vector<Token> close = model.codec->close_reply(r.stopped);
     history.insert(history.end(), close.begin(), close.end());
@@ -259,6 +271,7 @@ int run_bench(const BenchOptions& o) {
                cases.size(), o.repeats);
   ProgressBar progress(total_runs, !o.no_progress && isatty(fileno(stderr)) != 0);
   int mismatches = 0;
+  const bool cpu_clock = o.clock == "cpu";
   for (int rep = 0; rep < o.repeats; ++rep) {
     size_t result_base = 0;
     for (const Workload& w : workloads) {
@@ -267,7 +280,7 @@ int run_bench(const BenchOptions& o) {
         SpecStats base_all, base_later;
         double base_seconds = 0.0;
         const auto base_out = run_conversation(model, conv, nullptr, VerifyRule{}, base_dc,
-                                               base_all, base_later, base_seconds);
+                                               base_all, base_later, base_seconds, cpu_clock);
         progress.advance(1, w.name + "/" + conv.id + " plain");
         for (size_t ci = 0; ci < cases.size(); ++ci) {
           const Case& cs = cases[ci];
@@ -277,7 +290,7 @@ int run_bench(const BenchOptions& o) {
           std::unique_ptr<Drafter> drafter = make_drafter(cs.drafter, cs.k);
           double spec_seconds = 0.0;
           const auto spec_out = run_conversation(model, conv, drafter.get(), verify, dc, r.spec,
-                                                 r.spec_later_turns, spec_seconds);
+                                                 r.spec_later_turns, spec_seconds, cpu_clock);
           r.base_seconds[rep] += base_seconds;
           r.spec_seconds[rep] += spec_seconds;
           // Plain decoding's counters, once per case, for its tokens/s.
@@ -311,6 +324,7 @@ int run_bench(const BenchOptions& o) {
   meta.temperature = o.temperature;
   meta.seed = o.seed;
   meta.threads = o.target.threads;
+  meta.clock = o.clock;
   print_table(stdout, meta, results);
   std::fflush(stdout);
   if (!o.csv.empty()) write_csv(o.csv, meta, results);
@@ -366,6 +380,12 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--json", o->json, "Write the results as JSON here ('' = do not)")
       ->capture_default_str();
   cmd->add_flag("--no-progress", o->no_progress, "No progress bar (it is drawn only on a terminal)");
+  cmd->add_option("--clock", o->clock,
+                  "How runs are timed: wall (elapsed time, what a user waits for) or cpu (this "
+                  "process's CPU time: steadier on a machine shared with other jobs; use it with "
+                  "--threads 1, since idle worker threads may spin)")
+      ->check(CLI::IsMember({"wall", "cpu"}))
+      ->capture_default_str();
   cmd->add_flag("--corrupt-verify-for-testing", o->corrupt_verify,
                 "Break the verify rule on purpose, to check that the bench catches it")
       ->group("");  // hidden

@@ -77,14 +77,16 @@ double CaseResult::draft_us_per_token() const {
 void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseResult>& cases) {
   bool multi_turn = false;
   for (const CaseResult& c : cases) multi_turn = multi_turn || c.spec_later_turns.target_runs > 0;
-  std::fprintf(out, "\n%s, LAB_IMPL=%s, %s, max %d new tokens, median of %d repeats\n",
+  std::fprintf(out, "\n%s, LAB_IMPL=%s, %s, max %d new tokens, median of %d repeats, %s clock\n",
                meta.model.c_str(), meta.lab_impl.c_str(),
-               meta.temperature == 0.0 ? "greedy" : "sampled", meta.max_new_tokens, meta.repeats);
+               meta.temperature == 0.0 ? "greedy" : "sampled", meta.max_new_tokens, meta.repeats,
+               meta.clock.c_str());
   std::fprintf(out, "%-16s %-14s %3s %3s %6s %6s %6s %8s %9s %9s %8s  %s\n", "workload", "drafter",
                "k", "n", "AL", multi_turn ? "AL t2+" : "", "acc%", "draft", "plain", "spec",
                "speedup", "acceptance by draft position");
+  const std::string clock = "(" + meta.clock + ")";
   std::fprintf(out, "%-16s %-14s %3s %3s %6s %6s %6s %8s %9s %9s %8s\n", "", "", "", "",
-               "tok/run", "", "", "us/tok", "tok/s", "tok/s", "(wall)");
+               "tok/run", "", "", "us/tok", "tok/s", "tok/s", clock.c_str());
   std::string last_workload;
   for (const CaseResult& c : cases) {
     if (!last_workload.empty() && c.workload != last_workload) std::fputc('\n', out);
@@ -106,13 +108,14 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
   }
   std::fprintf(out,
                "\nAL: tokens per target run (mean acceptance length). acc%%: accepted / drafted. "
-               "speedup: plain wall time / speculative wall time, median over repeats.\n");
+               "speedup: plain time / speculative time (%s clock), median over repeats.\n",
+               meta.clock.c_str());
 }
 
 void write_csv(const std::string& path, const BenchMeta& meta,
                const std::vector<CaseResult>& cases) {
   std::ofstream out = open_for_writing(path);
-  out << "model,lab_impl,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
+  out << "model,lab_impl,clock,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
          "target_runs,drafted,accepted,emitted,tokens_per_run,acceptance_rate,"
          "acceptance_by_position,tokens_per_run_turn2plus,draft_us_per_token,"
          "plain_tokens_per_s,spec_tokens_per_s,speedup_median,plain_seconds,spec_seconds,"
@@ -128,7 +131,8 @@ void write_csv(const std::string& path, const BenchMeta& meta,
     };
     const std::string base_s = joined(c.base_seconds);
     const std::string spec_s = joined(c.spec_seconds);
-    out << csv_field(meta.model) << ',' << meta.lab_impl << ',' << meta.temperature << ','
+    out << csv_field(meta.model) << ',' << meta.lab_impl << ',' << meta.clock << ','
+        << meta.temperature << ','
         << meta.max_new_tokens << ',' << meta.repeats << ',' << csv_field(c.workload) << ','
         << c.drafter << ',' << csv_field(c.drafter_name) << ',' << c.k << ',' << c.n << ','
         << c.spec.target_runs << ',' << c.spec.drafted << ',' << c.spec.accepted << ','
@@ -152,7 +156,8 @@ void write_json(const std::string& path, const BenchMeta& meta,
                {"seed", meta.seed},
                {"max_new_tokens", meta.max_new_tokens},
                {"repeats", meta.repeats},
-               {"threads", meta.threads}};
+               {"threads", meta.threads},
+               {"clock", meta.clock}};
   j["cases"] = nlohmann::ordered_json::array();
   for (const CaseResult& c : cases) {
     std::vector<double> by_position;

@@ -18,8 +18,8 @@ struct CaseResult {
   SpecStats spec;            // summed over items, turns and repeats
   SpecStats spec_later_turns;  // the same, turns 2.. only (multi-turn workloads)
   SpecStats base;            // plain decoding, summed likewise
-  std::vector<double> base_seconds;  // per repeat: plain decoding's wall time over the workload
-  std::vector<double> spec_seconds;  // per repeat: speculative decoding's
+  std::vector<double> base_seconds;  // per repeat: plain decoding's time over the workload
+  std::vector<double> spec_seconds;  // per repeat: speculative decoding's (BenchMeta::clock)
   int mismatches = 0;        // outputs that differed from plain decoding (must be 0)
   std::string first_mismatch;  // where the first one was
 
@@ -37,6 +37,7 @@ struct BenchMeta {
   double temperature = 0.0;
   std::uint64_t seed = 0;
   int threads = 0;
+  std::string clock = "wall";  // how runs were timed: wall or cpu
 };
 
 // The median of `values`; 0 for none.
