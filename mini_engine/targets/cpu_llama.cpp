@@ -96,6 +96,15 @@ CpuLlama::CpuLlama(GgufFile file, CpuLlamaOptions options)
         std::pow(static_cast<double>(w_.hp.rope_base), -2.0 * i / static_cast<double>(hd))));
   }
   scratch_ = std::make_unique<Scratch>();
+  if (options.kernel == cpu::MatmulKernel::packed) {
+    for (const LlamaLayer& L : w_.layers) {
+      packed_layers_.push_back({cpu::PackedMatrix(L.wq), cpu::PackedMatrix(L.wk),
+                                cpu::PackedMatrix(L.wv), cpu::PackedMatrix(L.wo),
+                                cpu::PackedMatrix(L.w_gate), cpu::PackedMatrix(L.w_up),
+                                cpu::PackedMatrix(L.w_down)});
+    }
+    packed_output_ = cpu::PackedMatrix(w_.output);
+  }
 }
 
 CpuLlama::~CpuLlama() = default;
@@ -112,22 +121,22 @@ void CpuLlama::truncate(int new_len) {
   tokens_.resize(static_cast<size_t>(new_len));
 }
 
-void CpuLlama::reserve_kv(int n_tokens) {
-  if (n_tokens <= kv_capacity_) return;
+void CpuLlama::reserve_kv(KvCache& kv, int n_tokens, int keep) const {
+  if (n_tokens <= kv.capacity) return;
   // Grow geometrically (amortized O(1) per token), never past max_length().
-  const int cap = std::min(max_length_, std::max({n_tokens, 2 * kv_capacity_, 256}));
+  const int cap = std::min(max_length_, std::max({n_tokens, 2 * kv.capacity, 256}));
   const LlamaHParams& hp = w_.hp;
   const size_t slabs = static_cast<size_t>(hp.n_layer) * hp.n_head_kv;
   const size_t hd = static_cast<size_t>(hp.head_dim);
   cpu::AlignedVector<float> k(slabs * cap * hd), v(slabs * cap * hd);
-  const size_t keep = static_cast<size_t>(length()) * hd;
+  const size_t kept = static_cast<size_t>(keep) * hd;
   for (size_t s = 0; s < slabs; ++s) {
-    std::copy_n(k_cache_.begin() + s * kv_capacity_ * hd, keep, k.begin() + s * cap * hd);
-    std::copy_n(v_cache_.begin() + s * kv_capacity_ * hd, keep, v.begin() + s * cap * hd);
+    std::copy_n(kv.k.begin() + s * kv.capacity * hd, kept, k.begin() + s * cap * hd);
+    std::copy_n(kv.v.begin() + s * kv.capacity * hd, kept, v.begin() + s * cap * hd);
   }
-  k_cache_.swap(k);
-  v_cache_.swap(v);
-  kv_capacity_ = cap;
+  kv.k.swap(k);
+  kv.v.swap(v);
+  kv.capacity = cap;
 }
 
 Logits CpuLlama::extend(std::span<const Token> tokens) {
@@ -150,7 +159,7 @@ Logits CpuLlama::extend(std::span<const Token> tokens) {
                           std::to_string(options_.max_context) + ")");
   }
   const int n = static_cast<int>(tokens.size());
-  reserve_kv(static_cast<int>(want));
+  reserve_kv(kv_, static_cast<int>(want), length());
   Logits out(n, vocab_size());
   for (int c = 0; c < n; c += kMaxChunk) {
     const int m = std::min(kMaxChunk, n - c);
@@ -162,6 +171,12 @@ Logits CpuLlama::extend(std::span<const Token> tokens) {
 }
 
 void CpuLlama::forward(const Token* tokens, int n, int pos0, float* logits) {
+  std::vector<RowSlot> rows(static_cast<size_t>(n));
+  for (int t = 0; t < n; ++t) rows[t] = {&kv_, pos0 + t};
+  forward_rows(tokens, rows.data(), n, logits);
+}
+
+void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, float* logits) {
   const LlamaHParams& hp = w_.hp;
   const int E = hp.n_embd, hd = hp.head_dim, F = hp.n_ff;
   const int q_dim = hp.n_head * hd, kv_dim = hp.kv_dim();
@@ -169,6 +184,16 @@ void CpuLlama::forward(const Token* tokens, int n, int pos0, float* logits) {
   const int group = hp.n_head / hp.n_head_kv;  // query heads per KV head
   const float att_scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const cpu::MatmulKernel kernel = options_.kernel;
+  const bool packed = kernel == cpu::MatmulKernel::packed;
+  // y = w . x for output rows [r0, r1), on the packed copy when there is one.
+  auto mm = [&](const QuantMatrix& w, const cpu::PackedMatrix* pw, const cpu::QuantizedActs& x,
+                float* y, int ldy, int r0, int r1) {
+    if (packed) {
+      cpu::matmul(*pw, x, y, ldy, r0, r1);
+    } else {
+      cpu::matmul(kernel, w, x, y, ldy, r0, r1);
+    }
+  };
 
   Scratch& S = *scratch_;
   if (S.rows < n) {
@@ -180,20 +205,20 @@ void CpuLlama::forward(const Token* tokens, int n, int pos0, float* logits) {
     S.gate.resize(static_cast<size_t>(n) * F);
     S.up.resize(static_cast<size_t>(n) * F);
   }
+  int max_pos = 0;
+  for (int t = 0; t < n; ++t) max_pos = std::max(max_pos, rows[t].pos);
   S.probs.resize(static_cast<size_t>(threads_));
-  for (auto& p : S.probs) p.resize(static_cast<size_t>(pos0 + n));
+  for (auto& p : S.probs) p.resize(static_cast<size_t>(max_pos + 1));
   // Sized here, outside the parallel region: inside it the threads only fill disjoint rows.
   S.qa_embd.reset(n, E);
   S.qa_att.reset(n, q_dim);
   S.qa_ff.reset(n, F);
 
-  auto k_at = [&](int l, int g, int pos) {
-    return k_cache_.data() +
-           ((static_cast<size_t>(l) * hp.n_head_kv + g) * kv_capacity_ + pos) * hd;
+  auto k_at = [&](KvCache& kv, int l, int g, int pos) {
+    return kv.k.data() + ((static_cast<size_t>(l) * hp.n_head_kv + g) * kv.capacity + pos) * hd;
   };
-  auto v_at = [&](int l, int g, int pos) {
-    return v_cache_.data() +
-           ((static_cast<size_t>(l) * hp.n_head_kv + g) * kv_capacity_ + pos) * hd;
+  auto v_at = [&](KvCache& kv, int l, int g, int pos) {
+    return kv.v.data() + ((static_cast<size_t>(l) * hp.n_head_kv + g) * kv.capacity + pos) * hd;
   };
   // Normalizes and quantizes this thread's token rows of `src` (width E) with weight `norm`.
   auto norm_quantize = [&](const float* src, const float* norm) {
@@ -220,6 +245,7 @@ void CpuLlama::forward(const Token* tokens, int n, int pos0, float* logits) {
 #pragma omp barrier
       for (int l = 0; l < hp.n_layer; ++l) {
         const LlamaLayer& L = w_.layers[l];
+        const PackedLayer* P = packed ? &packed_layers_[static_cast<size_t>(l)] : nullptr;
         // ---- attention ----
         norm_quantize(S.x.data(), L.attn_norm);
 #pragma omp barrier
@@ -227,14 +253,15 @@ void CpuLlama::forward(const Token* tokens, int n, int pos0, float* logits) {
           const Range rr = my_slice(qkv_w, 16);
           const int q1 = q_dim, k1 = q_dim + kv_dim;
           if (rr.begin < q1) {
-            cpu::matmul(kernel, L.wq, S.qa_embd, S.qkv.data(), qkv_w, rr.begin, std::min(rr.end, q1));
+            mm(L.wq, P ? &P->wq : nullptr, S.qa_embd, S.qkv.data(), qkv_w, rr.begin,
+               std::min(rr.end, q1));
           }
           if (rr.end > q1 && rr.begin < k1) {
-            cpu::matmul(kernel, L.wk, S.qa_embd, S.qkv.data() + q1, qkv_w,
+            mm(L.wk, P ? &P->wk : nullptr, S.qa_embd, S.qkv.data() + q1, qkv_w,
                         std::max(rr.begin, q1) - q1, std::min(rr.end, k1) - q1);
           }
           if (rr.end > k1) {
-            cpu::matmul(kernel, L.wv, S.qa_embd, S.qkv.data() + k1, qkv_w,
+            mm(L.wv, P ? &P->wv : nullptr, S.qa_embd, S.qkv.data() + k1, qkv_w,
                         std::max(rr.begin, k1) - k1, rr.end - k1);
           }
         }
@@ -244,7 +271,8 @@ void CpuLlama::forward(const Token* tokens, int n, int pos0, float* logits) {
           const int heads = hp.n_head + hp.n_head_kv;
           const Range jr = my_slice(n * heads);
           for (int j = jr.begin; j < jr.end; ++j) {
-            const int t = j / heads, h = j % heads, pos = pos0 + t;
+            const int t = j / heads, h = j % heads, pos = rows[t].pos;
+            KvCache& kv = *rows[t].cache;
             float* row = S.qkv.data() + static_cast<size_t>(t) * qkv_w;
             if (h < hp.n_head) {
               rope(row + h * hd, hd, pos, rope_inv_freq_.data());
@@ -252,20 +280,22 @@ void CpuLlama::forward(const Token* tokens, int n, int pos0, float* logits) {
               const int g = h - hp.n_head;
               float* k = row + q_dim + g * hd;
               rope(k, hd, pos, rope_inv_freq_.data());
-              std::copy_n(k, hd, k_at(l, g, pos));
-              std::copy_n(row + q_dim + kv_dim + g * hd, hd, v_at(l, g, pos));
+              std::copy_n(k, hd, k_at(kv, l, g, pos));
+              std::copy_n(row + q_dim + kv_dim + g * hd, hd, v_at(kv, l, g, pos));
             }
           }
         }
 #pragma omp barrier
-        // Causal attention: query (t, h) sees positions 0..pos0 + t of its KV head h / group.
+        // Causal attention: query (t, h) sees positions 0..rows[t].pos of its own sequence's
+        // KV head h / group.
         {
           const Range jr = my_slice(n * hp.n_head);
           Scratch::Buf& probs = S.probs[static_cast<size_t>(tid)];
           for (int j = jr.begin; j < jr.end; ++j) {
-            const int h = j / n, t = j % n, g = h / group, len = pos0 + t + 1;
-            ConstRowMap K(k_at(l, g, 0), len, hd);
-            ConstRowMap V(v_at(l, g, 0), len, hd);
+            const int h = j / n, t = j % n, g = h / group, len = rows[t].pos + 1;
+            KvCache& kv = *rows[t].cache;
+            ConstRowMap K(k_at(kv, l, g, 0), len, hd);
+            ConstRowMap V(v_at(kv, l, g, 0), len, hd);
             ConstVecMap q(S.qkv.data() + static_cast<size_t>(t) * qkv_w + h * hd, hd);
             VecMap p(probs.data(), len);
             p.noalias() = (K * q) * att_scale;
@@ -284,7 +314,7 @@ void CpuLlama::forward(const Token* tokens, int n, int pos0, float* logits) {
 #pragma omp barrier
         {  // x += Wo . att; each thread adds the columns it computed.
           const Range rr = my_slice(E, 16);
-          cpu::matmul(kernel, L.wo, S.qa_att, S.xn.data(), E, rr.begin, rr.end);
+          mm(L.wo, P ? &P->wo : nullptr, S.qa_att, S.xn.data(), E, rr.begin, rr.end);
           for (int t = 0; t < n; ++t) {
             float* x = S.x.data() + static_cast<size_t>(t) * E;
             const float* o = S.xn.data() + static_cast<size_t>(t) * E;
@@ -297,8 +327,8 @@ void CpuLlama::forward(const Token* tokens, int n, int pos0, float* logits) {
 #pragma omp barrier
         {
           const Range rr = my_slice(F, 16);
-          cpu::matmul(kernel, L.w_gate, S.qa_embd, S.gate.data(), F, rr.begin, rr.end);
-          cpu::matmul(kernel, L.w_up, S.qa_embd, S.up.data(), F, rr.begin, rr.end);
+          mm(L.w_gate, P ? &P->w_gate : nullptr, S.qa_embd, S.gate.data(), F, rr.begin, rr.end);
+          mm(L.w_up, P ? &P->w_up : nullptr, S.qa_embd, S.up.data(), F, rr.begin, rr.end);
           for (int t = 0; t < n; ++t) {
             float* g = S.gate.data() + static_cast<size_t>(t) * F;
             const float* u = S.up.data() + static_cast<size_t>(t) * F;
@@ -313,7 +343,7 @@ void CpuLlama::forward(const Token* tokens, int n, int pos0, float* logits) {
 #pragma omp barrier
         {
           const Range rr = my_slice(E, 16);
-          cpu::matmul(kernel, L.w_down, S.qa_ff, S.xn.data(), E, rr.begin, rr.end);
+          mm(L.w_down, P ? &P->w_down : nullptr, S.qa_ff, S.xn.data(), E, rr.begin, rr.end);
           for (int t = 0; t < n; ++t) {
             float* x = S.x.data() + static_cast<size_t>(t) * E;
             const float* o = S.xn.data() + static_cast<size_t>(t) * E;
@@ -327,7 +357,7 @@ void CpuLlama::forward(const Token* tokens, int n, int pos0, float* logits) {
 #pragma omp barrier
       {
         const Range rr = my_slice(hp.n_vocab, 16);
-        cpu::matmul(kernel, w_.output, S.qa_embd, logits, hp.n_vocab, rr.begin, rr.end);
+        mm(w_.output, &packed_output_, S.qa_embd, logits, hp.n_vocab, rr.begin, rr.end);
       }
     }
   }

@@ -25,7 +25,9 @@ struct CpuLlamaOptions {
   int threads = 0;      // worker threads; 0 = every core (std::thread::hardware_concurrency)
   int max_context = 0;  // the most tokens a sequence may hold; 0 = the model's
                         // llama.context_length, otherwise the smaller of the two
-  cpu::MatmulKernel kernel = cpu::MatmulKernel::simd;  // reference/scalar: for tests
+  // packed: the weights are repacked once at load time (cpu::PackedMatrix, as much memory again
+  // as the matrices); reference/scalar/simd read the mapped file as is (tests, comparisons).
+  cpu::MatmulKernel kernel = cpu::MatmulKernel::packed;
 };
 
 class CpuLlama final : public Target {
@@ -56,10 +58,29 @@ class CpuLlama final : public Target {
   int threads() const { return threads_; }
 
  private:
+  friend class CpuLlamaBatch;  // runs several sequences' KV caches through one forward pass
   struct Scratch;
-  void reserve_kv(int n_tokens);
+  // One sequence's KV cache, per layer l and KV head g: capacity rows of head_dim floats,
+  // k[((l * n_head_kv + g) * capacity + pos) * head_dim + i]; likewise v.
+  struct KvCache {
+    int capacity = 0;
+    cpu::AlignedVector<float> k;
+    cpu::AlignedVector<float> v;
+  };
+  // Where one token of a forward pass goes: its sequence's cache and its position there.
+  struct RowSlot {
+    KvCache* cache;
+    int pos;
+  };
+  // Grows `kv` to hold n_tokens positions, keeping its first `keep` positions.
+  void reserve_kv(KvCache& kv, int n_tokens, int keep) const;
   // Runs tokens at positions [pos0, pos0 + n) and writes n logits rows to `logits`.
   void forward(const Token* tokens, int n, int pos0, float* logits);
+  // Runs n tokens, token t into rows[t].cache at rows[t].pos, and writes n logits rows. Tokens
+  // of one sequence must come in increasing position order with no gap after what its cache
+  // holds; each attends to positions 0..pos of its own cache. All weight products cover every
+  // row at once: that is what batches sequences.
+  void forward_rows(const Token* tokens, const RowSlot* rows, int n, float* logits);
 
   GgufFile file_;
   LlamaWeights w_;
@@ -70,13 +91,16 @@ class CpuLlama final : public Target {
   std::vector<Token> tokens_;
   std::vector<float> rope_inv_freq_;  // (head_dim / 2): base^(-2i / head_dim)
 
-  // KV cache, per layer l and KV head g: kv_capacity_ rows of head_dim floats,
-  // k_cache_[((l * n_head_kv + g) * kv_capacity_ + pos) * head_dim + i]; likewise v_cache_.
-  int kv_capacity_ = 0;
-  cpu::AlignedVector<float> k_cache_;
-  cpu::AlignedVector<float> v_cache_;
+  KvCache kv_;  // this Target's own sequence
 
   std::unique_ptr<Scratch> scratch_;
+
+  // The weights repacked for MatmulKernel::packed (empty for the other kernels).
+  struct PackedLayer {
+    cpu::PackedMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
+  };
+  std::vector<PackedLayer> packed_layers_;
+  cpu::PackedMatrix packed_output_;
 };
 
 }  // namespace speclab

@@ -2,6 +2,7 @@
 // SIMD quantized matrix products against dequantize-and-sum-in-double.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -110,8 +111,41 @@ TEST_SUITE("engine_forward / quantized matrix products") {
     CHECK(worst == 127);  // the largest |x| of a block maps to +-127
   }
 
-  TEST_CASE("scalar and simd kernels match the reference for Q4_0 Q4_1 and Q8_0") {
+  TEST_CASE("activation quantization gives exactly the codes of the plain formula") {
+    // The SIMD quantizer must round like the scalar definition (nearest, ties to even), so the
+    // engine's results do not depend on which one was compiled in. Values at exact half steps
+    // exercise the ties.
+    std::vector<float> x = random_floats(2 * 64, 9, 2.0f);
+    for (int i = 0; i < 32; ++i) x[static_cast<size_t>(i)] = 0.5f * static_cast<float>(i - 16);
+    x[31] = 127.0f;  // so d = 1 and the block's values sit on half steps
+    QuantizedActs q;
+    q.quantize(x.data(), 2, 64, 64);
+    int mismatches = 0;
+    for (int r = 0; r < 2; ++r) {
+      for (int b = 0; b < 2; ++b) {
+        const float* xb = x.data() + r * 64 + b * 32;
+        float amax = 0.0f;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
+        const float d = amax / 127.0f;
+        const float id = d > 0.0f ? 1.0f / d : 0.0f;
+        int sum = 0;
+        for (int i = 0; i < 32; ++i) {
+          const int v = std::clamp(static_cast<int>(std::nearbyint(xb[i] * id)), -127, 127);
+          mismatches += q.q(r)[b * 32 + i] != v;
+          sum += v;
+        }
+        CHECK(q.d(r)[b] == d);
+        CHECK(q.s(r)[b] == d * static_cast<float>(sum));
+      }
+    }
+    CHECK(q.q(0)[1] == -8);  // -7.5 rounds to the even -8
+    CHECK(q.q(0)[3] == -6);  // -6.5 rounds to the even -6
+    CHECK(mismatches == 0);
+  }
+
+  TEST_CASE("scalar and simd and packed kernels match the reference for Q4_0 Q4_1 and Q8_0") {
     INFO("simd kernel: ", simd_kernel_name());
+    INFO("packed kernel: ", packed_kernel_name());
     int checked = 0;
     for (std::uint32_t type : {2u, 3u, 8u}) {
       for (int cols : {32, 96, 576}) {
@@ -123,20 +157,27 @@ TEST_SUITE("engine_forward / quantized matrix products") {
             QuantizedActs x;
             x.quantize(xf.data(), tokens, cols, cols);
             const size_t n = static_cast<size_t>(tokens) * rows;
-            std::vector<float> ref(n), scal(n), simd(n);
+            std::vector<float> ref(n), scal(n), simd(n), pack(n), pack_pre(n);
             matmul(MatmulKernel::reference, w, x, ref.data(), rows, 0, rows);
             matmul(MatmulKernel::scalar, w, x, scal.data(), rows, 0, rows);
             matmul(MatmulKernel::simd, w, x, simd.data(), rows, 0, rows);
+            matmul(MatmulKernel::packed, w, x, pack.data(), rows, 0, rows);
+            const PackedMatrix pw(w);  // packed once, as the forward pass does
+            matmul(pw, x, pack_pre.data(), rows, 0, rows);
             const std::vector<float> mag = magnitudes(w, x);
             // float sums of cols / 32 block terms: a few ulps of the magnitude per block.
             const double rtol = 2e-6 * (cols / 32 + 4), atol = 1e-6;
             const Mismatch ms = compare(scal, ref, mag, rows, rows, rtol, atol);
             const Mismatch mv = compare(simd, ref, mag, rows, rows, rtol, atol);
+            const Mismatch mp = compare(pack, ref, mag, rows, rows, rtol, atol);
             INFO(type_name(type), " rows=", rows, " cols=", cols, " tokens=", tokens);
             INFO("scalar mismatches: ", ms.count, "\n", ms.first);
             INFO("simd mismatches: ", mv.count, "\n", mv.first);
+            INFO("packed mismatches: ", mp.count, "\n", mp.first);
             CHECK(ms.count == 0);
             CHECK(mv.count == 0);
+            CHECK(mp.count == 0);
+            CHECK(pack_pre == pack);
             ++checked;
           }
         }
@@ -152,7 +193,8 @@ TEST_SUITE("engine_forward / quantized matrix products") {
     const std::vector<float> xf = random_floats(tokens * cols, 4, 1.0f);
     QuantizedActs x;
     x.quantize(xf.data(), tokens, cols, cols);
-    for (MatmulKernel k : {MatmulKernel::reference, MatmulKernel::scalar, MatmulKernel::simd}) {
+    for (MatmulKernel k : {MatmulKernel::reference, MatmulKernel::scalar, MatmulKernel::simd,
+                          MatmulKernel::packed}) {
       std::vector<float> y(static_cast<size_t>(tokens) * rows, -777.0f);
       matmul(k, w, x, y.data(), rows, 13, 29);
       int written = 0, stray = 0;
@@ -182,7 +224,12 @@ TEST_SUITE("engine_forward / quantized matrix products") {
     const std::vector<float> xf64 = random_floats(2 * 64, 4, 1.0f);
     x64.quantize(xf64.data(), 2, 64, 64);
     CHECK_THROWS_AS(matmul(MatmulKernel::simd, w, x64, y.data(), 8, 0, 9), std::invalid_argument);
+    const PackedMatrix pw(w);
+    CHECK_THROWS_WITH_AS(matmul(pw, x, y.data(), 8, 0, 8), doctest::Contains("activations 2 x 32"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(matmul(pw, x64, y.data(), 8, 0, 9), std::invalid_argument);
     w.type = GgmlType::F16;
+    CHECK_THROWS_WITH_AS(PackedMatrix{w}, doctest::Contains("F16"), std::invalid_argument);
     CHECK_THROWS_WITH_AS(matmul(MatmulKernel::scalar, w, x64, y.data(), 8, 0, 8),
                          doctest::Contains("F16"), std::invalid_argument);
     CHECK_THROWS_AS(x.quantize(xf.data(), 1, 33, 33), std::invalid_argument);

@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   nlohmann::json out;
   out["engine"] = "speclab CpuLlama";
   out["model"] = model;
-  out["kernel"] = cpu::simd_kernel_name();
+  out["kernel"] = cpu::packed_kernel_name();
   out["threads"] = threads;
   out["clock"] = g_cpu_time ? "process cpu time" : "wall";
   out["prompt_tokens"] = prompt_len;
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::printf("CpuLlama on %s\n  kernel %s, %d threads, prompt %d tokens, medians of %d repeats"
-              " (%s)\n", model.c_str(), cpu::simd_kernel_name(), threads, prompt_len, repeats,
+              " (%s)\n", model.c_str(), cpu::packed_kernel_name(), threads, prompt_len, repeats,
               g_cpu_time ? "process CPU time" : "wall clock");
   std::printf("  prefill  %8.1f tokens/s\n", prefill_tps);
   std::printf("  decode   %8.1f tokens/s  (%.2f ms per step)\n", 1.0 / step_s, step_s * 1e3);

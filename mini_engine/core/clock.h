@@ -1,0 +1,44 @@
+#pragma once
+// Where loops read the time from: the wall clock, or a simulated clock that a target advances by
+// what its cost model says a call costs. A simulated clock makes timing tests exact and instant.
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+namespace speclab {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Seconds since an arbitrary origin; never decreases.
+  virtual double now() const = 0;
+};
+
+// std::chrono::steady_clock.
+class WallClock final : public Clock {
+ public:
+  double now() const override {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+};
+
+// Starts at 0 and moves only when advance() is called (by a simulated target's cost model).
+// Reading it costs nothing, so code timed by it (drafting, bookkeeping) takes 0 seconds.
+class SimulatedClock final : public Clock {
+ public:
+  double now() const override { return now_; }
+  // Requires seconds >= 0 (and not NaN); throws std::invalid_argument otherwise.
+  void advance(double seconds) {
+    if (!(seconds >= 0.0)) {
+      throw std::invalid_argument("SimulatedClock::advance: seconds must be >= 0, got " +
+                                  std::to_string(seconds));
+    }
+    now_ += seconds;
+  }
+
+ private:
+  double now_ = 0.0;
+};
+
+}  // namespace speclab

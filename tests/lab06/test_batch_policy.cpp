@@ -1,0 +1,100 @@
+// Lab 06 -- the policy driving the batched engine on the ToyBatchTarget's simulated clock.
+// Chapter: book/lab06_economics.md, "Speculating in a batch".
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <vector>
+
+#include "lab06_util.h"
+#include "mini_engine/spec/batch_loop.h"
+
+using namespace speclab;
+
+namespace {
+
+struct Outcome {
+  double tokens_per_second = 0.0;
+  std::vector<std::vector<Token>> tokens;
+};
+
+// Decodes b requests in lock-step with prompt lookup (n-gram size n; n = 0: no drafter) and a
+// fixed k, and returns the simulated throughput.
+Outcome decode(const ToyTargetConfig& cfg, const ToyCostModel& cost, int b, int n, int k) {
+  ToyBatchTarget target(cfg, cost);
+  std::vector<std::unique_ptr<PromptLookupDrafter>> drafters;
+  std::vector<BatchRequest> reqs(static_cast<size_t>(b));
+  for (int i = 0; i < b; ++i) {
+    reqs[i].prompt = lab06::prompt_for(cfg, i);
+    reqs[i].config.max_new_tokens = 64;
+    reqs[i].config.k = k;
+    if (n > 0 && k > 0) {
+      drafters.push_back(std::make_unique<PromptLookupDrafter>(n));
+      reqs[i].drafter = drafters.back().get();
+    }
+  }
+  BatchDecodeConfig bc;
+  bc.clock = &target.clock();
+  const auto res = run_speculative_batch(target, reqs, greedy_verify_rule(), bc);
+  Outcome o;
+  // Throughput of the decode phase: the prefill is the same with or without speculation.
+  o.tokens_per_second = static_cast<double>(res.stats.emitted) / res.stats.verify_seconds;
+  for (const auto& r : res.requests) o.tokens.push_back(r.tokens);
+  return o;
+}
+
+}  // namespace
+
+TEST_SUITE("lab06 / Speculating in a batch") {
+  TEST_CASE("on the simulated clock the policy never loses 5 percent and keeps up with AUTO") {
+    for (bool easy : {true, false}) {
+      const ToyTargetConfig cfg = lab06::workload(easy);
+      const std::vector<DrafterProfile> drafters = {lab06::measure_prompt_lookup(cfg, 3),
+                                                    lab06::measure_prompt_lookup(cfg, 5)};
+      for (const ToyCostModel& cost : {lab06::roofline_cost(), lab06::cpu_like_cost()}) {
+        const CostCurve curve = lab06::curve_of(cost, "toy");
+        for (int b : {1, 4, 8, 32}) {
+          const SpeculationPlan plan = plan_speculation(curve, b, drafters, 8);
+          const int plan_n = plan.k == 0 ? 0 : (plan.drafter == 0 ? 3 : 5);
+          const AutoChoice a = trtllm_auto(b);
+          const Outcome plain = decode(cfg, cost, b, 0, 0);
+          const Outcome ours = decode(cfg, cost, b, plan_n, plan.k);
+          const Outcome theirs = decode(cfg, cost, b, a.n, a.k);
+          INFO(std::string(easy ? "periodic" : "markov"), " fixed=", cost.fixed_seconds, " b=", b,
+               ": tokens/s plain ", plain.tokens_per_second, ", policy (n=", plan_n, " k=", plan.k,
+               ") ", ours.tokens_per_second, ", AUTO (n=", a.n, " k=", a.k, ") ",
+               theirs.tokens_per_second);
+          CHECK(ours.tokens == plain.tokens);  // speculation never changes the text
+          CHECK(ours.tokens_per_second >= 0.95 * plain.tokens_per_second);
+          CHECK(ours.tokens_per_second >= 0.95 * theirs.tokens_per_second);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("a k_for_batch policy re-plans as requests finish and the batch shrinks") {
+    const ToyTargetConfig cfg = lab06::workload(true);
+    const ToyCostModel cost = lab06::roofline_cost();
+    const CostCurve curve = lab06::curve_of(cost, "toy");
+    const DrafterProfile p = lab06::measure_prompt_lookup(cfg, 3);
+    ToyBatchTarget target(cfg, cost);
+    std::vector<std::unique_ptr<PromptLookupDrafter>> drafters;
+    std::vector<BatchRequest> reqs(64);
+    for (int i = 0; i < 64; ++i) {
+      reqs[i].prompt = lab06::prompt_for(cfg, i);
+      reqs[i].config.max_new_tokens = i == 63 ? 200 : 8 + 2 * i;  // they finish one by one
+      drafters.push_back(std::make_unique<PromptLookupDrafter>(3));
+      reqs[i].drafter = drafters.back().get();
+    }
+    BatchDecodeConfig bc;
+    bc.clock = &target.clock();
+    bc.k_for_batch = [&](int active) { return choose_k(curve, active, p.alpha, 8); };
+    std::vector<BatchStepRecord> steps;
+    bc.on_step = [&](const BatchStepRecord& s) { steps.push_back(s); };
+    run_speculative_batch(target, reqs, greedy_verify_rule(), bc);
+    REQUIRE(!steps.empty());
+    CHECK(steps.front().active == 64);
+    CHECK(steps.front().drafted == 0);  // 64 requests: the pass is compute-bound already
+    CHECK(steps.back().active == 1);
+    CHECK(steps.back().drafted > 0);  // alone at the end: drafts are nearly free
+  }
+}

@@ -1,0 +1,139 @@
+// Lab 06 -- replay_reach: expected acceptance from recorded target probabilities.
+// Chapter: book/lab06_economics.md, "Replaying acceptance from probabilities".
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "lab06_util.h"
+#include "nasd.h"
+
+using namespace speclab;
+using D = std::vector<double>;
+using V = std::vector<Token>;
+
+namespace {
+
+// Logits whose softmax at temperature 1 gives row r the probabilities probs[r] over tokens 0..n.
+Logits logits_from_probs(const std::vector<D>& probs, int vocab = 8) {
+  Logits l(static_cast<int>(probs.size()), vocab);
+  for (size_t r = 0; r < probs.size(); ++r) {
+    auto row = l.row(static_cast<int>(r));
+    for (int v = 0; v < vocab; ++v) row[v] = -INFINITY;
+    for (size_t v = 0; v < probs[r].size(); ++v) row[v] = static_cast<float>(std::log(probs[r][v]));
+  }
+  return l;
+}
+
+}  // namespace
+
+TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
+  TEST_CASE("hand-computed: p = 0.5 then 0.8 then 1 gives reach 0.5 then 0.4 then 0.4") {
+    // Row i gives the draft d_i (token 1, 2, 3) probability 0.5, 0.8, 1.0.
+    const Logits l =
+        logits_from_probs({{0.5, 0.5}, {0.2, 0.0001, 0.7999}, {0.0, 0, 0, 1.0}, {1.0}});
+    const D reach = replay_reach(V{1, 2, 3}, l, 1.0);
+    REQUIRE(reach.size() == 3);
+    INFO("reach is a running product: the chance that drafts 1..i would ALL be accepted");
+    CHECK(reach[0] == doctest::Approx(0.5));
+    CHECK(reach[1] == doctest::Approx(0.4).epsilon(1e-3));
+    CHECK(reach[2] == doctest::Approx(0.4).epsilon(1e-3));
+  }
+
+  TEST_CASE("temperature 0 replays greedy matching: 1 until the first mismatch then 0") {
+    const Logits l = speclab::testing::logits_with_argmax({4, 5, 9, 7, 2});
+    CHECK(replay_reach(V{4, 5, 6, 7}, l, 0.0) == D{1.0, 1.0, 0.0, 0.0});
+    CHECK(replay_reach(V{}, speclab::testing::logits_with_argmax({3}), 0.0).empty());
+  }
+
+  TEST_CASE("temperature reshapes the probabilities before the product") {
+    // Scores 2 and 0 for tokens 0 and 1: p(0) = 1/(1+e^-2) at T=1 and 1/(1+e^-4) at T=0.5.
+    Logits l(3, 4);
+    for (int r = 0; r < 3; ++r) {
+      for (int v = 0; v < 4; ++v) l.row(r)[v] = -INFINITY;
+      l.row(r)[0] = 2.0f;
+      l.row(r)[1] = 0.0f;
+    }
+    const double p1 = 1.0 / (1.0 + std::exp(-2.0)), p05 = 1.0 / (1.0 + std::exp(-4.0));
+    const D at1 = replay_reach(V{0, 0}, l, 1.0), at05 = replay_reach(V{0, 0}, l, 0.5);
+    CHECK(at1[1] == doctest::Approx(p1 * p1));
+    CHECK(at05[1] == doctest::Approx(p05 * p05));
+    CHECK(replay_reach(V{1, 0}, l, 1.0)[1] == doctest::Approx((1 - p1) * p1));
+  }
+
+  TEST_CASE("replaying a greedy run at temperature 0 reproduces its measured acceptance") {
+    const ToyTargetConfig cfg = lab06::workload(true);
+    ToyTarget target(cfg);
+    PromptLookupDrafter drafter(2);
+    ReplayAccumulator greedy(0.0), sampled(1.0);
+    DecodeConfig dc;
+    dc.k = 5;
+    dc.max_new_tokens = 200;
+    dc.on_round = [&](const RoundRecord& r) {
+      greedy.add(r.drafts, *r.logits);
+      sampled.add(r.drafts, *r.logits);
+    };
+    const auto res =
+        run_speculative(target, drafter, greedy_verify_rule(), lab06::prompt_for(cfg, 0), dc);
+    CHECK(greedy.rounds() == res.stats.target_runs);
+    CHECK(greedy.expected_tokens_per_run() == doctest::Approx(res.stats.tokens_per_run()));
+    const D measured = acceptance_profile(res.stats, 5);
+    const D replayed = greedy.profile(5);
+    for (int i = 0; i < 5; ++i) CHECK(replayed[i] == doctest::Approx(measured[i]));
+    INFO("the toy gives its top token about 0.8: a sampled verifier would accept less often");
+    CHECK(sampled.expected_tokens_per_run() > 1.0);
+    CHECK(sampled.expected_tokens_per_run() < greedy.expected_tokens_per_run() - 0.5);
+  }
+
+  TEST_CASE("replaying a sampled run predicts its measured tokens per run within 4 sigma") {
+    // Lab 03's sampled rule accepts draft d with probability p(d), independently per position,
+    // so given each round's drafts and logits, P(accepted >= i) is exactly reach_i. The realized
+    // total therefore differs from the replayed total only by sampling noise, whose variance the
+    // replay also gives: Var(A) = sum_i (2i - 1) reach_i - (sum_i reach_i)^2 per round.
+    for (double temperature : {0.6, 1.0}) {
+      ReplayAccumulator replay(temperature);
+      double expected_accepted = 0.0, variance = 0.0;
+      std::int64_t accepted = 0, runs = 0;
+      for (std::uint64_t seed = 0; seed < 6; ++seed) {
+        const ToyTargetConfig cfg = lab06::workload(true, seed);
+        ToyTarget target(cfg);
+        PromptLookupDrafter drafter(1);
+        DecodeConfig dc;
+        dc.k = 4;
+        dc.max_new_tokens = 250;
+        dc.sampling.temperature = temperature;
+        dc.sampling.seed = 1000 + seed;
+        dc.on_round = [&](const RoundRecord& r) {
+          replay.add(r.drafts, *r.logits);
+          const D reach = replay_reach(r.drafts, *r.logits, temperature);
+          double mean = 0.0, second = 0.0;
+          for (size_t i = 0; i < reach.size(); ++i) {
+            mean += reach[i];
+            second += static_cast<double>(2 * i + 1) * reach[i];
+          }
+          expected_accepted += mean;
+          variance += second - mean * mean;
+        };
+        const auto res =
+            run_speculative(target, drafter, sampled_verify_rule(), lab06::prompt_for(cfg, 0), dc);
+        accepted += res.stats.accepted;
+        runs += res.stats.target_runs;
+      }
+      const double sigma = std::sqrt(variance);
+      INFO("temperature=", temperature, ": ", runs, " rounds accepted ", accepted,
+           " drafts; the replay expects ", expected_accepted, " +- ", sigma);
+      CHECK(replay.rounds() == runs);
+      CHECK(sigma > 1.0);  // the test has noise to measure against
+      CHECK(std::abs(static_cast<double>(accepted) - expected_accepted) <= 4.0 * sigma);
+      CHECK(replay.expected_tokens_per_run() ==
+            doctest::Approx(1.0 + expected_accepted / static_cast<double>(runs)));
+    }
+  }
+
+  TEST_CASE("wrong row count or a negative temperature is rejected") {
+    const Logits l = speclab::testing::logits_with_argmax({1, 2});
+    CHECK_THROWS_AS(replay_reach(V{1, 2}, l, 0.0), std::invalid_argument);
+    CHECK_THROWS_AS(replay_reach(V{1}, l, -1.0), std::invalid_argument);
+  }
+}

@@ -1,0 +1,192 @@
+// Lab 06 -- expected_speedup and choose_k on cost curves. Chapter: book/lab06_economics.md
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <vector>
+
+#include "lab06_util.h"
+
+using namespace speclab;
+using D = std::vector<double>;
+
+namespace {
+
+// A small hand-made curve: at b = 1 drafts are nearly free, at b = 32 each one costs a lot.
+CostCurve hand_curve() {
+  const double t[2][5] = {{10, 11, 12, 13, 14}, {20, 40, 60, 80, 100}};
+  return CostCurve::from_function(
+      {1, 32}, 4, [&](int b, int k) { return t[b == 32][k]; }, "hand");
+}
+
+}  // namespace
+
+TEST_SUITE("lab06 / Expected speed-up") {
+  TEST_CASE("hand-computed: the same drafts win at batch 1 and lose at batch 32") {
+    const CostCurve c = hand_curve();
+    const D alpha = {0.8, 0.5, 0.25, 0.0};
+    INFO("speedup = E(k) * T(b,0) / T(b,k); E(2) = 2.2");
+    CHECK(expected_speedup(c, 1, 2, alpha) == doctest::Approx(2.2 * 10 / 12));
+    CHECK(expected_speedup(c, 32, 2, alpha) == doctest::Approx(2.2 * 20 / 60));
+    CHECK(expected_speedup(c, 1, 3, alpha) == doctest::Approx(2.3 * 10 / 13));
+    CHECK(expected_speedup(c, 32, 1, alpha) == doctest::Approx(1.8 * 20 / 40));
+  }
+
+  TEST_CASE("k = 0 is plain decoding: a speed-up of exactly 1 at every batch size") {
+    const CostCurve c = lab06::curve_of(lab06::roofline_cost(), "roofline");
+    for (int b : lab06::toy_batch_sizes()) {
+      CHECK(expected_speedup(c, b, 0, geometric_profile(0.7, 8)) == doctest::Approx(1.0));
+    }
+  }
+
+  TEST_CASE("a batch size between the measured ones uses the interpolated curve") {
+    const CostCurve c = hand_curve();
+    const D alpha = {0.8, 0.5, 0.25, 0.0};
+    // b = 16 lies 15/31 of the way from 1 to 32: T(16, 0) = 10 + 10 * 15/31, T(16, 2) = 12 + 48 *
+    // 15/31.
+    const double w = 15.0 / 31.0;
+    CHECK(expected_speedup(c, 16, 2, alpha) ==
+          doctest::Approx(2.2 * (10 + 10 * w) / (12 + 48 * w)));
+  }
+
+  TEST_CASE("out-of-range k or batch size is an error, not a guess") {
+    const CostCurve c = hand_curve();
+    const D alpha = geometric_profile(0.5, 8);
+    CHECK_THROWS_AS(expected_speedup(c, 1, 5, alpha), std::out_of_range);   // curve has k <= 4
+    CHECK_THROWS_AS(expected_speedup(c, 64, 1, alpha), std::out_of_range);  // and b <= 32
+    CHECK_THROWS_AS(expected_speedup(c, 1, 3, D{0.5, 0.5}), std::invalid_argument);
+  }
+}
+
+TEST_SUITE("lab06 / Choosing k") {
+  TEST_CASE("hand-computed: speculate deep at batch 1 and not at all at batch 32") {
+    const CostCurve c = hand_curve();
+    const D alpha = {0.8, 0.5, 0.25, 0.0};
+    INFO("b=1: k=1 -> 1.636, k=2 -> 1.833, k=3 -> 1.769; b=32: every k < 1");
+    CHECK(choose_k(c, 1, alpha, 4) == 2);
+    CHECK(choose_k(c, 32, alpha, 4) == 0);
+  }
+
+  TEST_CASE("no speculation when nothing is ever accepted") {
+    const CostCurve c = lab06::curve_of(lab06::roofline_cost(), "roofline");
+    for (int b : lab06::toy_batch_sizes()) {
+      INFO("b=", b, ": with alpha = 0 every k > 0 only adds cost");
+      CHECK(choose_k(c, b, geometric_profile(0.0, 8), 8) == 0);
+    }
+  }
+
+  TEST_CASE("ties go to the smaller k and break-even means do not speculate") {
+    const CostCurve flat = CostCurve::from_function(
+        {1}, 6, [](int, int) { return 1.0; }, "flat");
+    INFO("on a flat curve alpha = 1 1 0 0 0 0 gives E = 3 for every k >= 2: the smallest wins");
+    CHECK(choose_k(flat, 1, D{1, 1, 0, 0, 0, 0}, 6) == 2);
+    const CostCurve c = hand_curve();
+    INFO("b=32 with sure drafts: k=1 gives 2 * 20 / 40 = 1.0 exactly, no better than k=0");
+    CHECK(choose_k(c, 32, D{1, 1, 1, 1}, 4) == 0);
+  }
+
+  TEST_CASE("k never exceeds max_k or the profile or the curve") {
+    const CostCurve flat = CostCurve::from_function(
+        {1}, 6, [](int, int) { return 1.0; }, "flat");
+    CHECK(choose_k(flat, 1, geometric_profile(0.9, 8), 3) == 3);
+    CHECK(choose_k(flat, 1, geometric_profile(0.9, 2), 8) == 2);
+    CHECK(choose_k(flat, 1, geometric_profile(0.9, 8), 8) == 6);
+    CHECK(choose_k(flat, 1, geometric_profile(0.9, 8), 0) == 0);
+    CHECK_THROWS_AS(choose_k(flat, 1, geometric_profile(0.9, 8), -1), std::invalid_argument);
+  }
+
+  TEST_CASE("choose_k finds the best k of all on both toy cost models") {
+    for (const auto& curve : {lab06::curve_of(lab06::roofline_cost(), "roofline"),
+                              lab06::curve_of(lab06::cpu_like_cost(), "cpu-like")}) {
+      for (const auto& p : lab06::synthetic_profiles()) {
+        for (int b : curve.batch_sizes()) {
+          const int k = choose_k(curve, b, p.alpha, 8);
+          INFO(curve.source(), " ", p.name, " b=", b, " chose k=", k);
+          CHECK(lab06::ref_speedup(curve, b, k, p.alpha) ==
+                doctest::Approx(lab06::ref_best(curve, b, p.alpha, 8)));
+        }
+      }
+    }
+  }
+
+  TEST_CASE("never below 0.95x no speculation at any batch size on the toy cost models") {
+    for (const auto& curve : {lab06::curve_of(lab06::roofline_cost(), "roofline"),
+                              lab06::curve_of(lab06::cpu_like_cost(), "cpu-like")}) {
+      std::vector<DrafterProfile> profiles = lab06::synthetic_profiles();
+      for (int n : {1, 3, 5}) {
+        profiles.push_back(lab06::measure_prompt_lookup(lab06::workload(true), n));
+        profiles.push_back(lab06::measure_prompt_lookup(lab06::workload(false), n));
+      }
+      for (const auto& p : profiles) {
+        for (int b : curve.batch_sizes()) {
+          const int k = choose_k(curve, b, p.alpha, 8);
+          INFO(curve.source(), " ", p.name, " b=", b, " chose k=", k);
+          CHECK(lab06::ref_speedup(curve, b, k, p.alpha) >= 0.95);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("the chosen k shrinks as the batch grows and wins clearly at batch 1") {
+    const CostCurve curve = lab06::curve_of(lab06::roofline_cost(), "roofline");
+    for (double a : {0.4, 0.6, 0.8}) {
+      const D alpha = geometric_profile(a, 8);
+      std::vector<int> ks;
+      for (int b : curve.batch_sizes()) ks.push_back(choose_k(curve, b, alpha, 8));
+      INFO("alpha=", a, ": k by batch size 1 2 4 8 16 32 64 = ", ks[0], " ", ks[1], " ", ks[2], " ",
+           ks[3], " ", ks[4], " ", ks[5], " ", ks[6]);
+      for (size_t i = 1; i < ks.size(); ++i) CHECK(ks[i] <= ks[i - 1]);
+      CHECK(ks.front() >= 4);  // at batch 1 a draft position is nearly free
+      CHECK(ks.back() == 0);   // at batch 64 the pass is compute-bound before any draft
+      CHECK(lab06::ref_speedup(curve, 1, ks.front(), alpha) > 1.0 / (1.0 - a) * 0.75);
+    }
+  }
+}
+
+TEST_SUITE("lab06 / The AUTO heuristic and its limits") {
+  TEST_CASE("the policy matches or beats AUTO at every batch size on the toy cost models") {
+    // AUTO chooses prompt lookup with n = 3 or 5 and a fixed k; the policy may choose either
+    // drafter and any k. Both are judged by the same expected speed-up.
+    for (bool easy : {true, false}) {
+      const std::vector<DrafterProfile> drafters = {
+          lab06::measure_prompt_lookup(lab06::workload(easy), 3),
+          lab06::measure_prompt_lookup(lab06::workload(easy), 5)};
+      for (const auto& curve : {lab06::curve_of(lab06::roofline_cost(), "roofline"),
+                                lab06::curve_of(lab06::cpu_like_cost(), "cpu-like")}) {
+        for (int b : curve.batch_sizes()) {
+          const AutoChoice a = trtllm_auto(b);
+          const double auto_speedup =
+              a.k == 0 ? 1.0 : lab06::ref_speedup(curve, b, a.k, drafters[a.n == 3 ? 0 : 1].alpha);
+          const SpeculationPlan plan = plan_speculation(curve, b, drafters, 8);
+          const double plan_speedup = lab06::ref_plan_speedup(curve, b, drafters, plan);
+          INFO(curve.source(), std::string(easy ? " periodic" : " markov"), " b=", b,
+               ": AUTO k=", a.k, " n=", a.n, " -> ", auto_speedup, "; policy k=", plan.k, " -> ",
+               plan_speedup);
+          CHECK(plan_speedup >= auto_speedup - 1e-12);
+          CHECK(plan_speedup >= 1.0);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("AUTO ignores the cost curve: at batch 32 its k = 3 loses even on easy text") {
+    const std::vector<DrafterProfile> drafters = {
+        lab06::measure_prompt_lookup(lab06::workload(true), 3),
+        lab06::measure_prompt_lookup(lab06::workload(true), 5)};
+    const CostCurve curve = lab06::curve_of(lab06::roofline_cost(), "roofline");
+    const AutoChoice a = trtllm_auto(32);
+    CHECK(a.k == 3);
+    CHECK(a.n == 5);
+    const double auto_speedup = lab06::ref_speedup(curve, 32, a.k, drafters[1].alpha);
+    const SpeculationPlan plan = plan_speculation(curve, 32, drafters, 8);
+    const double plan_speedup = lab06::ref_plan_speedup(curve, 32, drafters, plan);
+    INFO("32 x 4 = 128 positions per pass, twice the knee: AUTO expects ", auto_speedup,
+         "x; the policy (k=", plan.k, ") expects ", plan_speedup, "x");
+    CHECK(auto_speedup < 0.8);
+    CHECK(plan.k == 1);
+    CHECK(plan_speedup > 1.1);
+    CHECK(trtllm_auto(33).k == 0);
+    CHECK(trtllm_auto(4).k == 5);
+    CHECK(trtllm_auto(5).k == 3);
+  }
+}
