@@ -247,8 +247,8 @@ const std::vector<DrafterInfo>& drafter_catalog() {
       {"sa", "suffix automaton: the longest earlier match, however long", "lab05", false, true},
       {"sa+ngram", "n-gram drafter, overridden by the suffix automaton on long matches", "lab05",
        true, true},
-      {"auto", "a policy that speculates only when measured acceptance pays for it", "", true,
-       true},
+      {"auto", "a policy that speculates only when measured acceptance pays for it", "lab06",
+       true, true},
   };
   return catalog;
 }
