@@ -40,10 +40,11 @@ struct Harness {
   std::vector<Token> context;
   std::function<double(int)> cost = [](int w) { return 1.0 + 0.1 * (w - 1); };
 
-  Harness() {
+  explicit Harness(double prior_cost_slope = 0.15) {
     auto s = std::make_unique<ScriptedDrafter>();
     inner = s.get();
     AutoPolicyConfig config;
+    config.prior_cost_slope = prior_cost_slope;
     config.clock = [this] { return clock; };
     drafter = std::make_unique<AutoDrafter>(std::move(s), config);
     for (size_t i = 0; i < 8; ++i) context.push_back(ScriptedDrafter::truth(i));
@@ -87,6 +88,27 @@ TEST_SUITE("cli / auto policy") {
     CHECK(h.round() == 5);
     CHECK(h.drafter->acceptance(1) > 0.9);
     CHECK(h.drafter->relative_cost(6) == doctest::Approx(1.5).epsilon(0.01));
+  }
+
+  TEST_CASE("deep drafts are scored even when only a prefix is sent -> it grows to the full k") {
+    // With the prior a_i = 0.5 and this cost slope, one draft looks best at first. Only the
+    // scoring of the unsent tail can show that deeper drafts land too.
+    Harness h(0.25);
+    h.cost = [](int w) { return 1.0 + 0.25 * (w - 1); };
+    CHECK(h.round() == 1);
+    for (int i = 0; i < 30; ++i) h.round();
+    CHECK(h.drafter->acceptance(5) > 0.9);
+    CHECK(h.round() == 5);
+  }
+
+  TEST_CASE("one round slowed by another process does not switch speculation off") {
+    Harness h;
+    for (int i = 0; i < 40; ++i) h.round();
+    REQUIRE(h.drafter->choose_k(5) == 5);
+    h.cost = [](int w) { return 50.0 * w; };
+    h.round();
+    h.cost = [](int w) { return 1.0 + 0.1 * (w - 1); };
+    CHECK(h.drafter->choose_k(5) == 5);
   }
 
   TEST_CASE("drafts that never land -> it settles on plain decoding") {

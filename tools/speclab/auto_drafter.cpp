@@ -11,28 +11,39 @@ namespace speclab::cli {
 namespace {
 // Speculating rounds after which a never-timed t(1) is measured with one plain round.
 constexpr long kFirstPlainRound = 8;
+// Proposals scored at once; more would mean a drafter proposing far ahead of the text.
+constexpr std::size_t kMaxPending = 16;
+// A timing sample counts at most this multiple of the current estimate.
+constexpr double kClip = 3.0;
+// Weight of a new timing sample in the running averages.
+constexpr double kCostRate = 0.2;
 }  // namespace
 
 AutoDrafter::AutoDrafter(std::unique_ptr<Drafter> inner, AutoPolicyConfig config)
-    : inner_(std::move(inner)), config_(config) {
+    : inner_(std::move(inner)), config_(std::move(config)) {
   if (!inner_) throw std::invalid_argument("AutoDrafter: no inner drafter given");
   if (!(config_.margin > 0.0)) throw std::invalid_argument("AutoDrafter: margin must be > 0");
   if (!(config_.prior_acceptance >= 0.0 && config_.prior_acceptance <= 1.0)) {
     throw std::invalid_argument("AutoDrafter: prior_acceptance must be in [0, 1]");
   }
-  if (!(config_.prior_weight > 0.0)) throw std::invalid_argument("AutoDrafter: prior_weight must be > 0");
+  if (!(config_.prior_weight > 0.0)) {
+    throw std::invalid_argument("AutoDrafter: prior_weight must be > 0");
+  }
   if (!(config_.prior_cost_slope >= 0.0)) {
     throw std::invalid_argument("AutoDrafter: prior_cost_slope must be >= 0");
   }
   if (!(config_.forget > 0.0 && config_.forget <= 1.0)) {
     throw std::invalid_argument("AutoDrafter: forget must be in (0, 1]");
   }
-  if (config_.refresh_rounds < 1) throw std::invalid_argument("AutoDrafter: refresh_rounds must be >= 1");
+  if (config_.refresh_rounds < 1) {
+    throw std::invalid_argument("AutoDrafter: refresh_rounds must be >= 1");
+  }
 }
 
 double AutoDrafter::now() const {
   if (config_.clock) return config_.clock();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string AutoDrafter::name() const { return "auto(" + inner_->name() + ")"; }
@@ -40,7 +51,7 @@ std::string AutoDrafter::name() const { return "auto(" + inner_->name() + ")"; }
 void AutoDrafter::begin(std::span<const Token> prompt) {
   reached_.clear();
   kept_.clear();
-  shadow_.clear();
+  pending_.clear();
   speculated_ = 0;
   plain_ = 0;
   inner_->begin(prompt);
@@ -68,21 +79,7 @@ double AutoDrafter::expected_tokens(int k) const {
 
 double AutoDrafter::relative_cost(int width) const {
   if (width <= 1) return 1.0;
-  const auto seen = [&](int w) {
-    return static_cast<size_t>(w) < seconds_by_width_.size() && seconds_by_width_[w] > 0.0;
-  };
-  if (!seen(1)) return 1.0 + config_.prior_cost_slope * (width - 1);
-  const double t1 = seconds_by_width_[1];
-  if (seen(width)) return seconds_by_width_[width] / t1;
-  // An unseen width: the mean slope of the widths that were timed, else the prior.
-  double slope_sum = 0.0;
-  int slopes = 0;
-  for (int w = 2; static_cast<size_t>(w) < seconds_by_width_.size(); ++w) {
-    if (!seen(w)) continue;
-    slope_sum += (seconds_by_width_[w] / t1 - 1.0) / (w - 1);
-    ++slopes;
-  }
-  const double slope = slopes > 0 ? std::max(0.0, slope_sum / slopes) : config_.prior_cost_slope;
+  const double slope = slope_ >= 0.0 ? slope_ : config_.prior_cost_slope;
   return 1.0 + slope * (width - 1);
 }
 
@@ -99,20 +96,13 @@ int AutoDrafter::choose_k(int limit) const {
 
 std::vector<Token> AutoDrafter::propose(std::span<const Token> context, int k) {
   // Re-time t(1) now and then; early on, when it was never timed, after a few rounds.
-  const bool t1_known = seconds_by_width_.size() > 1 && seconds_by_width_[1] > 0.0;
-  const bool refresh =
-      rounds_since_plain_ >= (t1_known ? config_.refresh_rounds : kFirstPlainRound);
-  if (refresh || (!shadow_.empty() && choose_k(k) == 0)) return {};
+  const long refresh_after = t1_ > 0.0 ? config_.refresh_rounds : kFirstPlainRound;
+  const bool refresh = rounds_since_plain_ >= refresh_after;
   std::vector<Token> drafts = inner_->propose(context, k);
   if (drafts.empty()) return drafts;
-  const int chosen = choose_k(std::min(k, static_cast<int>(drafts.size())));
-  if (chosen == 0) {
-    if (shadow_.empty()) {
-      shadow_ = std::move(drafts);
-      shadow_at_ = context.size();
-    }
-    return {};
-  }
+  if (pending_.size() == kMaxPending) pending_.erase(pending_.begin());
+  pending_.push_back({drafts, context.size()});
+  const int chosen = refresh ? 0 : choose_k(std::min(k, static_cast<int>(drafts.size())));
   drafts.resize(static_cast<size_t>(chosen));
   return drafts;
 }
@@ -123,7 +113,7 @@ void AutoDrafter::learn_acceptance(int offered, int kept) {
     reached_.resize(need, 0.0);
     kept_.resize(need, 0.0);
   }
-  // Position i (0-based) was reached when every draft before it was kept.
+  // Position i (0-based) was reached when every draft before it was right.
   for (int i = 0; i < offered && i <= kept; ++i) {
     reached_[i] = reached_[i] * config_.forget + 1.0;
     kept_[i] = kept_[i] * config_.forget + (i < kept ? 1.0 : 0.0);
@@ -132,11 +122,16 @@ void AutoDrafter::learn_acceptance(int offered, int kept) {
 
 void AutoDrafter::learn_cost(int width, double seconds) {
   if (!(seconds > 0.0)) return;
-  if (seconds_by_width_.size() <= static_cast<size_t>(width)) {
-    seconds_by_width_.resize(static_cast<size_t>(width) + 1, -1.0);
+  if (width == 1) {
+    t1_ = t1_ > 0.0 ? (1 - kCostRate) * t1_ + kCostRate * std::min(seconds, kClip * t1_)
+                    : seconds;
+    return;
   }
-  double& avg = seconds_by_width_[width];
-  avg = avg > 0.0 ? 0.8 * avg + 0.2 * seconds : seconds;
+  if (!(t1_ > 0.0)) return;  // a slope needs t(1)
+  const double predicted = t1_ * relative_cost(width);
+  const double ratio = std::min(seconds, kClip * predicted) / t1_;
+  const double sample = std::clamp((ratio - 1.0) / (width - 1), 0.0, 4.0);
+  slope_ = slope_ >= 0.0 ? (1 - kCostRate) * slope_ + kCostRate * sample : sample;
 }
 
 void AutoDrafter::observe(std::span<const Token> context, const RoundRecord& round) {
@@ -151,22 +146,23 @@ void AutoDrafter::observe(std::span<const Token> context, const RoundRecord& rou
   if (drafted > 0) {
     ++speculated_;
     ++rounds_since_plain_;
-    learn_acceptance(drafted, round.accepted);
   } else {
     ++plain_;
     rounds_since_plain_ = 0;
   }
-  // Score the shadow draft once the text has decided it: at its first wrong token, or when
-  // every one of its tokens has been matched.
-  if (!shadow_.empty() && context.size() > shadow_at_) {
-    const size_t known = std::min(context.size() - shadow_at_, shadow_.size());
+  // Score each proposal once the text has decided it: at its first wrong token, or when every
+  // one of its tokens has been matched.
+  std::erase_if(pending_, [&](const Pending& p) {
+    if (context.size() <= p.at) return false;
+    const size_t known = std::min(context.size() - p.at, p.tokens.size());
     size_t matched = 0;
-    while (matched < known && context[shadow_at_ + matched] == shadow_[matched]) ++matched;
-    if (matched < known || matched == shadow_.size()) {
-      learn_acceptance(static_cast<int>(shadow_.size()), static_cast<int>(matched));
-      shadow_.clear();
+    while (matched < known && context[p.at + matched] == p.tokens[matched]) ++matched;
+    if (matched < known || matched == p.tokens.size()) {
+      learn_acceptance(static_cast<int>(p.tokens.size()), static_cast<int>(matched));
+      return true;
     }
-  }
+    return false;
+  });
 }
 
 }  // namespace speclab::cli

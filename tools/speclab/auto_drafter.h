@@ -4,20 +4,24 @@
 // Speculating k tokens pays when the tokens a round is expected to emit,
 //     E(k) = 1 + a_1 + a_1 a_2 + ... + a_1 ... a_k       (a_i: chance draft i is kept, given
 //                                                          that drafts 1..i-1 were kept)
-// grow faster than what the wider verify pass costs, t(k+1) + draft time, compared with one
-// plain step t(1) that emits one token. The policy measures both sides while it runs:
-//   - acceptance: from the rounds it speculates, and, while it does not, from "shadow" drafts:
-//     it still asks the inner drafter, keeps the proposal, and scores it against the tokens
-//     plain decoding then emits. So it keeps learning without paying for a verify pass.
-//   - cost: the wall time of a round at each verify width it sees (t(1) from plain rounds): the
-//     time from one observe() to the next, so drafting, the verify pass and the loop's own
-//     overhead all count. Widths not seen yet come from the slope of the ones that were, or
-//     from a prior before any is known.
+// grow faster than the cost of the wider verify pass, t(k+1), against one plain step t(1) that
+// emits one token. The policy measures both sides while it runs:
+//   - acceptance: every round it asks the inner drafter for a full proposal, sends only the
+//     prefix it chooses (possibly nothing), and later scores the WHOLE proposal against the
+//     tokens the target actually produced. A draft token is kept exactly when it equals the
+//     target's token there, so this is the acceptance the policy would have seen had it sent
+//     everything: it learns a_i at every depth, also while it sends few drafts or none, without
+//     paying for a verify pass.
+//   - cost: the wall time of each round (from one observe() to the next, so drafting, the
+//     verify pass and the loop's own overhead all count), as t(1) from plain rounds and one
+//     pooled slope, t(w) / t(1) = 1 + s (w - 1), from the wider ones. A sample far above the
+//     current estimate (another process took the CPU) is clipped, so one spike cannot switch
+//     speculation off. Before anything is timed a prior slope stands in.
 // Each round it picks the k in 0..k_max that maximizes E(k) / t(k+1), and speculates only when
 // that beats plain decoding, 1 / t(1), by `margin`. The arithmetic is lab 06's (economics.h):
 // E(k) is expected_tokens_per_run and the choice is choose_k on the measured cost curve, so with
-// LAB_IMPL=starter your own lab 06 steers `--drafter auto`. On text that copying cannot guess, the shadow
-// drafts fail, a_i falls, and the policy settles on plain decoding (k = 0).
+// LAB_IMPL=starter your own lab 06 steers `--drafter auto`. On text that copying cannot guess the
+// proposals fail, a_i falls, and the policy settles on plain decoding (k = 0).
 #include <functional>
 #include <memory>
 #include <span>
@@ -72,23 +76,27 @@ class AutoDrafter final : public Drafter {
   long plain_rounds() const { return plain_; }
 
  private:
+  // A proposal waiting to be scored against the text: made at sequence position `at`.
+  struct Pending {
+    std::vector<Token> tokens;
+    std::size_t at = 0;
+  };
   void learn_acceptance(int offered, int kept);
   void learn_cost(int width, double seconds);
+  double now() const;
 
   std::unique_ptr<Drafter> inner_;
   AutoPolicyConfig config_;
-  // Acceptance evidence per 1-based position (index i-1): rounds that reached position i
-  // (offered a draft there after keeping all before it) and rounds that kept it.
+  // Acceptance evidence per 1-based position (index i-1), exponentially forgotten: proposals
+  // that reached position i (all drafts before it were right) and those right at i too.
   std::vector<double> reached_;
   std::vector<double> kept_;
-  // Round time per verify width (index = width), exponentially averaged; < 0 = never seen.
-  std::vector<double> seconds_by_width_;
-  double now() const;
+  std::vector<Pending> pending_;  // oldest first; at most kMaxPending
+  // Cost model: t(1) in seconds and the slope s of t(w) / t(1); < 0 = not measured yet.
+  double t1_ = -1.0;
+  double slope_ = -1.0;
   double round_start_ = 0.0;  // when the current round began (clock seconds)
   bool timing_ = false;       // round_start_ is valid
-  // The pending shadow draft: made at sequence position shadow_at_, not sent to the target.
-  std::vector<Token> shadow_;
-  std::size_t shadow_at_ = 0;
   long speculated_ = 0;
   long plain_ = 0;
   long rounds_since_plain_ = 0;  // t(1) is re-measured now and then, so it never goes stale
