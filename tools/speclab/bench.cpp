@@ -296,6 +296,8 @@ int run_bench(const BenchOptions& o) {
           // Plain decoding's counters, once per case, for its tokens/s.
           r.base.emitted += base_all.emitted;
           r.base.target_runs += base_all.target_runs;
+          r.base.prefill_seconds += base_all.prefill_seconds;
+          r.base.total_seconds += base_all.total_seconds;
           if (spec_out != base_out) {
             ++r.mismatches;
             ++mismatches;

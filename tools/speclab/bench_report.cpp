@@ -74,6 +74,12 @@ double CaseResult::draft_us_per_token() const {
   return spec.emitted > 0 ? 1e6 * spec.draft_seconds / static_cast<double>(spec.emitted) : 0.0;
 }
 
+double CaseResult::decode_speedup() const {
+  const double base_decode = base.total_seconds - base.prefill_seconds;
+  const double spec_decode = spec.total_seconds - spec.prefill_seconds;
+  return spec_decode > 0 ? base_decode / spec_decode : 0.0;
+}
+
 void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseResult>& cases) {
   bool multi_turn = false;
   for (const CaseResult& c : cases) multi_turn = multi_turn || c.spec_later_turns.target_runs > 0;
@@ -81,12 +87,12 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
                meta.model.c_str(), meta.lab_impl.c_str(),
                meta.temperature == 0.0 ? "greedy" : "sampled", meta.max_new_tokens, meta.repeats,
                meta.clock.c_str());
-  std::fprintf(out, "%-16s %-14s %3s %3s %6s %6s %6s %8s %9s %9s %8s  %s\n", "workload", "drafter",
-               "k", "n", "AL", multi_turn ? "AL t2+" : "", "acc%", "draft", "plain", "spec",
-               "speedup", "acceptance by draft position");
+  std::fprintf(out, "%-16s %-14s %3s %3s %6s %6s %6s %8s %9s %9s %8s %7s  %s\n", "workload",
+               "drafter", "k", "n", "AL", multi_turn ? "AL t2+" : "", "acc%", "draft", "plain",
+               "spec", "speedup", "decode", "acceptance by draft position");
   const std::string clock = "(" + meta.clock + ")";
-  std::fprintf(out, "%-16s %-14s %3s %3s %6s %6s %6s %8s %9s %9s %8s\n", "", "", "", "",
-               "tok/run", "", "", "us/tok", "tok/s", "tok/s", clock.c_str());
+  std::fprintf(out, "%-16s %-14s %3s %3s %6s %6s %6s %8s %9s %9s %8s %7s\n", "", "", "", "",
+               "tok/run", "", "", "us/tok", "tok/s", "tok/s", clock.c_str(), "only");
   std::string last_workload;
   for (const CaseResult& c : cases) {
     if (!last_workload.empty() && c.workload != last_workload) std::fputc('\n', out);
@@ -99,16 +105,20 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
     } else if (multi_turn) {
       std::snprintf(t2, sizeof t2, "-");
     }
-    std::fprintf(out, "%-16s %-14s %3d %3s %6.2f %6s %5.1f%% %8.1f %9.1f %9.1f %7.2fx  %s%s\n",
+    std::fprintf(out,
+                 "%-16s %-14s %3d %3s %6.2f %6s %5.1f%% %8.1f %9.1f %9.1f %7.2fx %6.2fx  %s%s\n",
                  c.workload.c_str(), c.drafter.c_str(), c.k, n_text, c.spec.tokens_per_run(), t2,
                  100.0 * c.spec.acceptance_rate(), c.draft_us_per_token(),
                  c.base_tokens_per_second(), c.spec_tokens_per_second(), c.speedup_median(),
+                 c.decode_speedup(),
                  acceptance_by_position(c.spec, " ", 2).c_str(),
                  c.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
   }
   std::fprintf(out,
                "\nAL: tokens per target run (mean acceptance length). acc%%: accepted / drafted. "
-               "speedup: plain time / speculative time (%s clock), median over repeats.\n",
+               "speedup: plain time / speculative time (%s clock), median over repeats.\n"
+               "decode only: the same without the prompt's prefill (wall clock, summed over "
+               "repeats).\n",
                meta.clock.c_str());
 }
 
@@ -118,7 +128,8 @@ void write_csv(const std::string& path, const BenchMeta& meta,
   out << "model,lab_impl,clock,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
          "target_runs,drafted,accepted,emitted,tokens_per_run,acceptance_rate,"
          "acceptance_by_position,tokens_per_run_turn2plus,draft_us_per_token,"
-         "plain_tokens_per_s,spec_tokens_per_s,speedup_median,plain_seconds,spec_seconds,"
+         "plain_tokens_per_s,spec_tokens_per_s,speedup_median,decode_speedup,plain_seconds,"
+         "spec_seconds,"
          "identical\n";
   for (const CaseResult& c : cases) {
     const auto joined = [](const std::vector<double>& values) {
@@ -141,7 +152,8 @@ void write_csv(const std::string& path, const BenchMeta& meta,
         << (c.spec_later_turns.target_runs > 0 ? std::to_string(c.spec_later_turns.tokens_per_run())
                                                : std::string())
         << ',' << c.draft_us_per_token() << ',' << c.base_tokens_per_second() << ','
-        << c.spec_tokens_per_second() << ',' << c.speedup_median() << ',' << base_s << ','
+        << c.spec_tokens_per_second() << ',' << c.speedup_median() << ','
+        << c.decode_speedup() << ',' << base_s << ','
         << spec_s << ',' << (c.mismatches == 0 ? "true" : "false") << '\n';
   }
   if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
@@ -191,6 +203,7 @@ void write_json(const std::string& path, const BenchMeta& meta,
         {"plain_tokens_per_s", c.base_tokens_per_second()},
         {"spec_tokens_per_s", c.spec_tokens_per_second()},
         {"speedup_median", c.speedup_median()},
+        {"decode_speedup", c.decode_speedup()},
         {"plain_seconds", c.base_seconds},
         {"spec_seconds", c.spec_seconds},
         {"identical", c.mismatches == 0},

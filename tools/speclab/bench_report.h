@@ -27,6 +27,9 @@ struct CaseResult {
   double base_tokens_per_second() const;  // median over repeats
   double spec_tokens_per_second() const;
   double draft_us_per_token() const;  // drafter time per emitted token, microseconds
+  // Wall time without the prefill, plain over speculative, summed over repeats: the speedup of
+  // the decoding itself, which the end-to-end figure dilutes with the prompt's prefill.
+  double decode_speedup() const;
 };
 
 struct BenchMeta {
