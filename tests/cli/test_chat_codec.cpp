@@ -37,7 +37,7 @@ TEST_SUITE("cli / chat codec") {
     const std::string user2 = "Now add a docstring.";
     const Token im_end = *tok.find("<|im_end|>");
     // With the template's default system prompt, and with our own.
-    for (const std::string system : {std::string(), std::string("You are terse.")}) {
+    for (const std::string& system : {std::string(), std::string("You are terse.")}) {
       CAPTURE(system);
       std::vector<ChatMessage> messages;
       if (!system.empty()) messages.push_back({"system", system});
