@@ -157,6 +157,12 @@ void run_demo(const DemoOptions& o) {
     }
     if (model) {
       ok = model_demo(*model, o);
+      if (o.model == "auto") {  // the toy regimes show the two extremes of guessable text
+        std::printf("\n");
+        DemoOptions toy = o;
+        toy.max_new_tokens = 0;  // the toy's own default length
+        ok = toy_demo(toy) && ok;
+      }
     } else {
       std::printf("(SmolLM2 is not available: %s. Showing the toy target instead.)\n\n",
                   why.c_str());
@@ -175,7 +181,7 @@ void add_demo(CLI::App& app) {
       "Plain vs speculative (prompt lookup) decoding side by side: on SmolLM2 when it is cached "
       "or can be fetched, otherwise on the toy target");
   cmd->add_option("--model", o->model,
-                  "auto: SmolLM2 if it can be had, else the toy target; or smollm2, or toy")
+                  "auto: SmolLM2 if it can be had (then the toy table too), else the toy target; or smollm2, or toy")
       ->check(CLI::IsMember({"auto", "smollm2", "toy"}))
       ->capture_default_str();
   cmd->add_option("--k", o->k, "Drafts per round")
