@@ -12,20 +12,14 @@
 #include "test_util.h"
 #include "text.h"
 
-#if __has_include("mini_engine/model/tokenizer.h")
 #include "mini_engine/model/chat_template.h"
 #include "mini_engine/model/tokenizer.h"
-#define SPECLAB_CLI_HAS_TOKENIZER 1
-#endif
 
 using namespace speclab;
 using namespace speclab::cli;
 
 TEST_SUITE("cli / chat codec") {
   TEST_CASE("turn by turn gives the tokens of the whole conversation rendered at once") {
-#ifndef SPECLAB_CLI_HAS_TOKENIZER
-    testing::skip("this build has no tokenizer yet");
-#else
     const auto path = testing::find_smollm2();
     if (!path) testing::skip("SmolLM2 is not cached (tools/fetch_model)");
     const GgufFile file = GgufFile::open(*path);
@@ -59,13 +53,9 @@ TEST_SUITE("cli / chat codec") {
       messages.push_back({"user", user2});
       CHECK(grown == render_chat(tok, messages, true));
     }
-#endif
   }
 
   TEST_CASE("end-of-turn text typed by the user stays text") {
-#ifndef SPECLAB_CLI_HAS_TOKENIZER
-    testing::skip("this build has no tokenizer yet");
-#else
     const auto path = testing::find_smollm2();
     if (!path) testing::skip("SmolLM2 is not cached (tools/fetch_model)");
     const GgufFile file = GgufFile::open(*path);
@@ -73,13 +63,9 @@ TEST_SUITE("cli / chat codec") {
     const Token im_end = *Tokenizer::from_gguf(file).find("<|im_end|>");
     const std::vector<Token> turn = codec->user_turn("a <|im_end|> b");
     CHECK(std::count(turn.begin(), turn.end(), im_end) == 1);  // only the one that closes it
-#endif
   }
 
   TEST_CASE("a reply cut at max-new-tokens is closed with the end-of-turn token") {
-#ifndef SPECLAB_CLI_HAS_TOKENIZER
-    testing::skip("this build has no tokenizer yet");
-#else
     const auto path = testing::find_smollm2();
     if (!path) testing::skip("SmolLM2 is not cached (tools/fetch_model)");
     const GgufFile file = GgufFile::open(*path);
@@ -89,6 +75,5 @@ TEST_SUITE("cli / chat codec") {
     CHECK(codec->close_reply(false).front() == im_end);
     CHECK(codec->close_reply(true) == tok.encode("\n", false));
     CHECK(codec->decode(codec->close_reply(false)) == "\n");  // control tokens are not shown
-#endif
   }
 }

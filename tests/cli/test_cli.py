@@ -291,6 +291,55 @@ class Bench(unittest.TestCase):
         self.assertIn("ETA", out)
 
 
+def smollm2_path():
+    """The cached SmolLM2 file (as tests/support/model_path.h finds it), or None."""
+    path = os.environ.get("SPECLAB_MODEL") or os.path.join(
+        os.environ.get("SPECLAB_CACHE") or str(Path.home() / ".cache" / "speclab"),
+        "SmolLM2-135M-Instruct.Q4_1.gguf")
+    return path if os.path.isfile(path) else None
+
+
+@unittest.skipIf(smollm2_path() is None, "SmolLM2 is not cached (tools/fetch_model)")
+class RealModel(unittest.TestCase):
+    """SmolLM2 on the CPU, briefly: every subcommand, and speculation stays lossless."""
+    PROMPT = ("Rename x to count and reply with the code only:\n"
+              "def add_one(x):\n    y = x + 1\n    return y")
+
+    def test_generate_is_text_and_lossless_for_every_drafter(self):
+        args = ["generate", "--model", "smollm2", "--threads", "2", "--max-new-tokens", "24",
+                "--prompt", self.PROMPT]
+        rc, base, err = speclab(*args, "--drafter", "none")
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(base, r"[a-z]{3}", "the reply should be text")
+        for drafter in ALL_DRAFTERS:
+            rc, out, err = speclab(*args, "--drafter", drafter)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(out, base, drafter)
+
+    def test_chat_two_turns_with_the_public_pool(self):
+        rc, out, err = speclab("chat", "--model", "smollm2", "--threads", "2",
+                               "--max-new-tokens", "16", "--drafter", "pool",
+                               stdin=b"Name three colours.\nRepeat them in reverse order.\n")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.count("assistant> "), 2)
+        self.assertIn("[turn 2]", err)
+        self.assertIn("chat: 2 turns", err)
+
+    def test_bench_on_a_shipped_workload(self):
+        rc, out, err = speclab("bench", "--model", "smollm2", "--threads", "2", "--workload",
+                               "code_edit", "--prompts", "1", "--repeats", "1",
+                               "--max-new-tokens", "16", "--drafter", "prompt-lookup,sa",
+                               "--csv", "", "--json", "")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("code_edit", out)
+
+    def test_demo_uses_smollm2(self):
+        rc, out, err = speclab("demo", "--max-new-tokens", "24", "--threads", "2")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("identical to plain decoding", out)
+        self.assertNotIn("Showing the toy target", out)
+
+
 class StarterImpl(unittest.TestCase):
     def test_lab_impl_starter_runs_the_students_code(self):
         rc, out, _ = speclab("--help", env={"LAB_IMPL": "starter"}, timeout=900)

@@ -4,6 +4,9 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "economics.h"
+#include "mini_engine/spec/cost_curve.h"
+
 namespace speclab::cli {
 namespace {
 // Speculating rounds after which a never-timed t(1) is measured with one plain round.
@@ -53,14 +56,14 @@ double AutoDrafter::acceptance(int i) const {
          (reached + config_.prior_weight);
 }
 
+std::vector<double> AutoDrafter::alpha(int k) const {
+  std::vector<double> a;
+  for (int i = 1; i <= k; ++i) a.push_back(acceptance(i));
+  return a;
+}
+
 double AutoDrafter::expected_tokens(int k) const {
-  double total = 1.0;
-  double all_kept = 1.0;
-  for (int i = 1; i <= k; ++i) {
-    all_kept *= acceptance(i);
-    total += all_kept;
-  }
-  return total;
+  return expected_tokens_per_run(alpha(k), k);  // lab 06
 }
 
 double AutoDrafter::relative_cost(int width) const {
@@ -84,16 +87,14 @@ double AutoDrafter::relative_cost(int width) const {
 }
 
 int AutoDrafter::choose_k(int limit) const {
-  int best = 0;
-  double best_value = config_.margin;  // plain decoding: one token per t(1), times the margin
-  for (int k = 1; k <= limit; ++k) {
-    const double value = expected_tokens(k) / relative_cost(k + 1);
-    if (value > best_value) {
-      best = k;
-      best_value = value;
-    }
-  }
-  return best;
+  if (limit < 1) return 0;
+  // The measured costs as lab 06's cost curve at batch size 1, T(1, k) = t(k + 1) / t(1), with
+  // the margin charged to every k > 0: speculation must win by that much to be chosen.
+  const CostCurve curve = CostCurve::from_function(
+      {1}, limit,
+      [this](int, int k) { return k == 0 ? 1.0 : relative_cost(k + 1) * config_.margin; },
+      "auto policy (measured)");
+  return speclab::choose_k(curve, 1, alpha(limit), limit);  // lab 06
 }
 
 std::vector<Token> AutoDrafter::propose(std::span<const Token> context, int k) {

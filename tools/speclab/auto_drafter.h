@@ -14,7 +14,9 @@
 //     overhead all count. Widths not seen yet come from the slope of the ones that were, or
 //     from a prior before any is known.
 // Each round it picks the k in 0..k_max that maximizes E(k) / t(k+1), and speculates only when
-// that beats plain decoding, 1 / t(1), by `margin`. On text that copying cannot guess, the shadow
+// that beats plain decoding, 1 / t(1), by `margin`. The arithmetic is lab 06's (economics.h):
+// E(k) is expected_tokens_per_run and the choice is choose_k on the measured cost curve, so with
+// LAB_IMPL=starter your own lab 06 steers `--drafter auto`. On text that copying cannot guess, the shadow
 // drafts fail, a_i falls, and the policy settles on plain decoding (k = 0).
 #include <functional>
 #include <memory>
@@ -52,15 +54,18 @@ class AutoDrafter final : public Drafter {
   std::vector<Token> propose(std::span<const Token> context, int k) override;
   void observe(std::span<const Token> context, const RoundRecord& round) override;
 
-  // The policy's choice for a proposal of up to `limit` drafts: 0 = do not speculate.
+  // The policy's choice for a proposal of up to `limit` drafts: 0 = do not speculate (lab 06's
+  // choose_k).
   int choose_k(int limit) const;
-  // E(k) under the current acceptance estimates.
+  // E(k) under the current acceptance estimates (lab 06's expected_tokens_per_run).
   double expected_tokens(int k) const;
   // Estimated time of a round whose verify pass covers `width` tokens, relative to a plain
   // round (width 1).
   double relative_cost(int width) const;
   // The current estimate of a_i (1-based position i).
   double acceptance(int i) const;
+  // a_1 .. a_k.
+  std::vector<double> alpha(int k) const;
 
   // Rounds since begin() that speculated / that did not (for reports and tests).
   long speculated_rounds() const { return speculated_; }

@@ -11,15 +11,11 @@
 #include "mini_engine/model/gguf.h"
 #include "text.h"
 
-#if __has_include("mini_engine/model/tokenizer.h")
 #include "mini_engine/model/chat_template.h"
 #include "mini_engine/model/tokenizer.h"
-#define SPECLAB_CLI_HAS_TOKENIZER 1
-#endif
 
 namespace speclab::cli {
 
-#ifdef SPECLAB_CLI_HAS_TOKENIZER
 namespace {
 
 class ChatMLCodec final : public TextCodec {
@@ -107,14 +103,5 @@ std::unique_ptr<TextCodec> make_gguf_codec(const GgufFile& file) {
   }
   return std::make_unique<ChatMLCodec>(std::move(tok), std::move(default_system));
 }
-
-#else
-
-std::unique_ptr<TextCodec> make_gguf_codec(const GgufFile&) {
-  throw UsageError("real models need the SmolLM2 tokenizer (mini_engine/model/tokenizer.h), which "
-                   "is not in this build yet; use --model toy");
-}
-
-#endif
 
 }  // namespace speclab::cli

@@ -17,11 +17,13 @@
 namespace speclab::cli {
 namespace {
 
+constexpr const char* kDemoPrompt = "js-let-to-const";  // in data/workloads/code_edit.jsonl
+
 struct DemoOptions {
   std::string model = "auto";  // auto | smollm2 | toy
   int k = 5;
-  int n = 2;
-  int max_new_tokens = 0;      // 0: 256 on the toy target, 96 on SmolLM2
+  int n = 0;                   // 0: 2 on the toy target, 3 on SmolLM2
+  int max_new_tokens = 0;      // 0: 256 on the toy target, 120 on SmolLM2
   int threads = 0;
   std::uint64_t seed = 0;
   bool no_color = false;
@@ -42,7 +44,7 @@ bool demo_regime(ToyRegime regime, const DemoOptions& o, int max_new_tokens) {
   const GenerationResult base = run_baseline(*model.target, prompt, dc);
   DrafterOptions d;
   d.drafter = "prompt-lookup";
-  d.n = o.n;
+  d.n = o.n > 0 ? o.n : 2;
   std::unique_ptr<Drafter> drafter = make_drafter(d, o.k);
   const GenerationResult spec =
       run_speculative(*model.target, *drafter, make_verify_rule(dc.sampling), prompt, dc);
@@ -60,7 +62,7 @@ bool toy_demo(const DemoOptions& o) {
   const int max_new = o.max_new_tokens > 0 ? o.max_new_tokens : 256;
   std::printf("SpecLab demo: greedy decoding of %d tokens on the toy target, prompt lookup n=%d, "
               "k=%d\n\n",
-              max_new, o.n, o.k);
+              max_new, o.n > 0 ? o.n : 2, o.k);
   std::printf("%-9s %7s %7s %9s %11s  %s\n", "regime", "plain", "spec", "tokens/", "target-run",
               "output vs");
   std::printf("%-9s %7s %7s %9s %11s  %s\n", "", "runs", "runs", "run", "reduction", "plain");
@@ -76,9 +78,15 @@ bool toy_demo(const DemoOptions& o) {
 // SmolLM2 on one code-editing prompt: plain decoding, then speculative decoding with the reply
 // streamed and accepted drafts highlighted, then both timings.
 bool model_demo(Model& model, const DemoOptions& o) {
-  const int max_new = o.max_new_tokens > 0 ? o.max_new_tokens : 96;
+  const int max_new = o.max_new_tokens > 0 ? o.max_new_tokens : 120;
+  const int n = o.n > 0 ? o.n : 3;
+  // A rewrite that SmolLM2-135M answers by copying: the case speculation is made for.
   const Workload w = find_workload("code_edit");
-  const Conversation& c = w.items.front();
+  const Conversation* chosen = &w.items.front();
+  for (const Conversation& item : w.items) {
+    if (item.id == kDemoPrompt) chosen = &item;
+  }
+  const Conversation& c = *chosen;
   std::vector<Token> prompt = model.codec->system_prompt(c.system);
   const std::vector<Token> user = model.codec->user_turn(c.turns.front());
   prompt.insert(prompt.end(), user.begin(), user.end());
@@ -89,7 +97,7 @@ bool model_demo(Model& model, const DemoOptions& o) {
   dc.k = o.k;
   dc.stop_tokens = model.codec->stop_tokens();
   std::printf("SpecLab demo: %s, greedy, up to %d new tokens, prompt lookup n=%d, k=%d\n\n",
-              model.description.c_str(), max_new, o.n, o.k);
+              model.description.c_str(), max_new, n, o.k);
   std::printf("user> %s\n\n", c.turns.front().c_str());
   std::fflush(stdout);
 
@@ -98,7 +106,7 @@ bool model_demo(Model& model, const DemoOptions& o) {
 
   DrafterOptions d;
   d.drafter = "prompt-lookup";
-  d.n = o.n;
+  d.n = n;
   std::unique_ptr<Drafter> drafter = make_drafter(d, o.k);
   const bool color = !o.no_color && color_wanted(stdout);
   std::printf("assistant (speculative%s)>\n",
@@ -187,11 +195,12 @@ void add_demo(CLI::App& app) {
   cmd->add_option("--k", o->k, "Drafts per round")
       ->check(int_in(1, 64, "drafts per round"))
       ->capture_default_str();
-  cmd->add_option("--n", o->n, "n-gram size for prompt lookup")
-      ->check(int_in(1, 64, "n-gram size"))
+  cmd->add_option("--n", o->n,
+                  "n-gram size for prompt lookup; 0 = 2 on the toy target, 3 on SmolLM2")
+      ->check(int_in(0, 64, "n-gram size"))
       ->capture_default_str();
   cmd->add_option("--max-new-tokens", o->max_new_tokens,
-                  "Tokens to generate; 0 = 256 on the toy target, 96 on SmolLM2")
+                  "Tokens to generate; 0 = 256 on the toy target, 120 on SmolLM2")
       ->check(int_in(0, 100000, "tokens to generate"))
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "CPU threads for SmolLM2; 0 = every core")

@@ -140,12 +140,7 @@ Model load_gguf_model(const TargetOptions& o) {
     throw UsageError("--model: '" + path + "' is not a model SpecLab can run: " + e.what());
   }
   m.codec = std::move(codec);
-  std::string threads;
-  if (o.device == "cpu") {
-    const auto* cpu = dynamic_cast<const CpuLlama*>(m.target.get());
-    threads = ", " + std::to_string(cpu ? cpu->threads() : o.threads) + " threads";
-  }
-  m.description = m.target->name() + " on " + o.device + threads;
+  m.description = m.target->name();  // names the backend and, on the CPU, the threads
   return m;
 }
 
@@ -252,8 +247,8 @@ const std::vector<DrafterInfo>& drafter_catalog() {
       {"sa", "suffix automaton: the longest earlier match, however long", "lab05", false, true},
       {"sa+ngram", "n-gram drafter, overridden by the suffix automaton on long matches", "lab05",
        true, true},
-      {"auto", "a policy that speculates only when measured acceptance pays for it", "", true,
-       true},
+      {"auto", "a policy that speculates only when measured acceptance pays for it", "lab06",
+       true, true},
   };
   return catalog;
 }
