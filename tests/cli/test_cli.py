@@ -333,6 +333,18 @@ class RealModel(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("code_edit", out)
 
+    def test_trace_records_carry_the_text(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "t.jsonl"
+            rc, _, err = speclab("trace", "--model", "smollm2", "--threads", "2", "--prompt",
+                                 self.PROMPT, "--max-new-tokens", "16", "--n", "3",
+                                 "--out", str(out))
+            self.assertEqual(rc, 0, err)
+            rounds = [json.loads(line) for line in out.read_text().splitlines()]
+            self.assertTrue(rounds)
+            self.assertTrue(all("text" in r for r in rounds))
+            self.assertLessEqual(sum(len(r["emitted"]) for r in rounds), 16)
+
     def test_demo_uses_smollm2(self):
         rc, out, err = speclab("demo", "--max-new-tokens", "24", "--threads", "2")
         self.assertEqual(rc, 0, err)
