@@ -108,10 +108,26 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   using namespace speclab::bench;
-  const bool smoke = argc > 1 && std::strcmp(argv[1], "--smoke") == 0;
-  if (argc > 1 && !smoke) {
-    std::fprintf(stderr, "usage: %s [--smoke]\n", argv[0]);
-    return 2;
+  bool smoke = false;
+  const char* csv_path = nullptr;  // --csv FILE: also write drafter,context_len,median_ns
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--smoke") == 0) {
+      smoke = true;
+    } else if (std::strcmp(argv[i], "--csv") == 0 && i + 1 < argc) {
+      csv_path = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--smoke] [--csv FILE]\n", argv[0]);
+      return 2;
+    }
+  }
+  std::FILE* csv = nullptr;
+  if (csv_path) {
+    csv = std::fopen(csv_path, "w");
+    if (!csv) {
+      std::fprintf(stderr, "%s: cannot write %s\n", argv[0], csv_path);
+      return 2;
+    }
+    std::fprintf(csv, "drafter,context_len,median_ns\n");
   }
   const std::vector<std::size_t> lengths =
       smoke ? std::vector<std::size_t>{256, 1024}
@@ -149,12 +165,16 @@ int main(int argc, char** argv) {
       }
       per_token.push_back(median(batches));
       std::printf(" %8.3fus", per_token.back());
+      if (csv) {
+        std::fprintf(csv, "\"%s\",%zu,%.1f\n", m.name.c_str(), length, per_token.back() * 1e3);
+      }
       std::fflush(stdout);
     }
     const double ratio = per_token.back() / per_token.front();
     std::printf(" %10.2fx\n", ratio);
     if (!(per_token.back() > 0.0)) ++failures;
   }
+  if (csv) std::fclose(csv);
   std::printf(
       "\nratio = time per token at the largest context / at the smallest. A drafter whose\n"
       "cost does not depend on the context length stays near 1x.\n\n");
