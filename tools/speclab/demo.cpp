@@ -189,7 +189,8 @@ void add_demo(CLI::App& app) {
       "Plain vs speculative (prompt lookup) decoding side by side: on SmolLM2 when it is cached "
       "or can be fetched, otherwise on the toy target");
   cmd->add_option("--model", o->model,
-                  "auto: SmolLM2 if it can be had (then the toy table too), else the toy target; or smollm2, or toy")
+                  "auto: SmolLM2 if it can be had (then the toy table too), else the toy "
+                  "target; or smollm2, or toy")
       ->check(CLI::IsMember({"auto", "smollm2", "toy"}))
       ->capture_default_str();
   cmd->add_option("--k", o->k, "Drafts per round")
