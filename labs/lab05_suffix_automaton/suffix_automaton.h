@@ -2,8 +2,9 @@
 // Lab 05 -- the suffix-automaton drafter: the longest match instead of a fixed n.
 // The chapter: book/lab05_suffix_automaton.md
 //
-// You implement the functions marked "(lab 05)" below, in starter.cpp. The transition table,
-// the inspection helpers and the two drafters at the end of this file are glue.
+// You implement the functions marked "(lab 05)" below, in starter.cpp. The state storage (and
+// its helpers new_state, copy_state, next and set_next, which extend uses), the inspection
+// helpers and the two drafters at the end of this file are glue.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -122,7 +123,7 @@ class SuffixAutomaton {
 
   // (lab 05) Appends `t` to the stream and updates the automaton: amortized O(1) states and
   // transitions touched per token. Any token id >= 0 is fine; throws std::invalid_argument on a
-  // negative id.
+  // negative id (and std::length_error from new_state past 2^30 - 1 tokens).
   void extend(Token t);
 
   // (lab 05) The longest suffix of the stream that also occurred earlier (ending before the last
@@ -188,13 +189,13 @@ class SuffixAutomaton {
     Token token = -1;          // -1: an unused slot
     std::int32_t target = -1;  // the state reached on `token`
   };
-  struct State {                   // 32 bytes: two states to a 64-byte cache line
-    std::int32_t len = 0;          // the longest substring this state stands for
-    std::int32_t link = -1;        // suffix link: a state with a shorter len; -1 for the root only
-    std::int32_t first_end = -1;   // where the first occurrence of this state's substrings ends
-    std::int32_t overflow = -1;    // index in overflow_ of its transitions past the first two;
-                                   // -1 while it has at most two
-    Edge edges[2];                 // its first two transitions (most states have one or two)
+  struct State {                  // 32 bytes: two states to a 64-byte cache line
+    std::int32_t len = 0;         // the longest substring this state stands for
+    std::int32_t link = -1;       // suffix link: a state with a shorter len; -1 for the root only
+    std::int32_t first_end = -1;  // where the first occurrence of this state's substrings ends
+    std::int32_t overflow = -1;   // index in overflow_ of its transitions past the first two;
+                                  // -1 while it has at most two
+    Edge edges[2];                // its first two transitions (most states have one or two)
   };
   static_assert(sizeof(State) == 32);
 
