@@ -56,8 +56,8 @@ ActFormat act_format_for(GgmlType type);
 // Activation rows quantized in blocks of 32, like ggml's Q8_0 / Q8_1 (its AVX2 quantizer):
 //   d = max|x| / 127,  q_i = round(x_i * (127 / max|x|)) in [-127, 127] (ties to even),
 //   stored: fp16(d) and s as ActFormat says.
-// Rounding d and s to fp16 (kept as floats) matters for agreement with llama.cpp: it is a
-// systematic relative error of up to 2^-11 per block, far above float rounding.
+// d and s are rounded to fp16 but kept as floats (the kernels read floats): llama.cpp computes
+// with exactly these values, a systematic difference of up to 2^-11 per block otherwise.
 // Row r's codes are q(r)[0..cols), its block scales d(r)[0..cols/32) and sums s(r)[...].
 // The codes of each row start 32-byte aligned.
 class QuantizedActs {

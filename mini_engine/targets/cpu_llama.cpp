@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
-#include <limits>
 #include <stdexcept>
 #include <thread>
 
@@ -54,8 +53,8 @@ void rmsnorm(const float* x, const float* w, float eps, int n, float* out) {
 // gives the same attention scores. Using the half-split rotation here would be silently wrong
 // (the fixture test against llama.cpp catches it).
 // theta_i is formed in float as ggml does (theta_0 = pos, then times theta_scale =
-// powf(base, -2 / head_dim) per pair) rather than exactly: at pos ~ 100 the two differ in the
-// 5th digit for the last pairs, which is enough to flip 8-bit codes downstream.
+// powf(base, -2 / head_dim) per pair) rather than exactly: the two differ in the last bits,
+// more for later pairs, and llama.cpp's angles are the ones to match.
 void rope(float* x, int head_dim, int pos, float theta_scale) {
   float theta = static_cast<float>(pos);
   for (int i = 0; i < head_dim / 2; ++i) {
