@@ -441,7 +441,8 @@ TEST_SUITE("engine_forward / checking against llama.cpp") {
   // the same tokens differ by a mean 0.09 (max 1.06) and disagree on top-1 at 18 of 684
   // positions (97.4%). So top-1 over *every* position cannot reach 99% for any implementation
   // that is not bit-identical to one particular llama.cpp batch path; every disagreement we
-  // have is at a near-tie (top-two margin < 0.3). The checks, with llama.cpp's own noise
+  // have is at a near-tie (in one of llama.cpp's passes its top two are < 0.3 apart). The
+  // checks, with llama.cpp's own noise
   // measured from the fixture rather than assumed:
   //  - top-1 >= 99% at the positions where llama.cpp has one answer: both of its passes pick the
   //    same token with a top-two margin of at least its own mean noise (> 500 such positions);
