@@ -86,6 +86,37 @@ SPECLAB_HD inline float fp16_to_fp32(std::uint16_t h) {
   return f;
 }
 
+// float -> IEEE half, rounded to nearest (ties to even) like F16C's vcvtps2ph and ggml's
+// GGML_FP32_TO_FP16: overflow gives infinity, tiny values subnormals or zero, NaN stays NaN.
+SPECLAB_HD inline std::uint16_t fp32_to_fp16(float f) {
+  std::uint32_t x;
+  std::memcpy(&x, &f, sizeof x);
+  const std::uint16_t sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+  const std::uint32_t ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) {  // inf or NaN (NaN keeps a quiet payload bit)
+    return static_cast<std::uint16_t>(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
+  }
+  if (ax >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds past 65504
+  if (ax < 0x38800000u) {  // below 2^-14: a subnormal half (or zero)
+    if (ax < 0x33000000u) return sign;  // below half the smallest subnormal: rounds to zero
+    const std::uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
+    const int shift = 126 - static_cast<int>(ax >> 23);  // 14..24 bits to drop
+    std::uint32_t h = mant >> shift;
+    const std::uint32_t rest = mant & ((1u << shift) - 1u), halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (h & 1u))) ++h;
+    return static_cast<std::uint16_t>(sign | h);
+  }
+  // Normal: rebias the exponent and round the 13 dropped mantissa bits (a carry may bump the
+  // exponent, which is still the right result).
+  std::uint32_t h = ((ax >> 13) - ((127u - 15u) << 10));
+  const std::uint32_t rest = ax & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return static_cast<std::uint16_t>(sign | h);
+}
+
+// f rounded to the nearest half-precision value, as a float.
+SPECLAB_HD inline float round_to_fp16(float f) { return fp16_to_fp32(fp32_to_fp16(f)); }
+
 // bfloat16 -> float: the top half of a float.
 SPECLAB_HD inline float bf16_to_fp32(std::uint16_t h) {
   const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;

@@ -46,30 +46,35 @@ void QuantizedActs::reset(int rows, int cols) {
   s_.resize(static_cast<size_t>(rows) * blocks());
 }
 
-void QuantizedActs::quantize(const float* x, int rows, int cols, int ldx) {
+ActFormat act_format_for(GgmlType type) {
+  return type == GgmlType::Q4_1 ? ActFormat::q8_1 : ActFormat::q8_0;
+}
+
+void QuantizedActs::quantize(const float* x, int rows, int cols, int ldx, ActFormat format) {
   if (ldx < cols) {
     throw std::invalid_argument("QuantizedActs::quantize: ldx " + std::to_string(ldx) +
                                 " < cols " + std::to_string(cols));
   }
   reset(rows, cols);
-  quantize_rows(x, ldx, 0, rows);
+  quantize_rows(x, ldx, 0, rows, format);
 }
 
-void QuantizedActs::quantize_rows(const float* x, int ldx, int r0, int r1) {
+void QuantizedActs::quantize_rows(const float* x, int ldx, int r0, int r1, ActFormat format) {
   const int nb = blocks();
   for (int r = r0; r < r1; ++r) {
     const float* xr = x + static_cast<size_t>(r) * ldx;
     std::int8_t* qr = q_.data() + q_offset_ + static_cast<size_t>(r) * q_stride_;
     for (int b = 0; b < nb; ++b) {
       const float* xb = xr + b * 32;
+      int sum = 0;
+      float amax = 0.0f;
 #if defined(SPECLAB_SIMD_AVX512)
       // The scalar loop (#else), 16 lanes at a time, with the same operations in the same order
       // (x * id rounded to nearest-even, as nearbyint does in the default rounding mode), so the
-      // codes and scales are bit-identical to it.
+      // codes are bit-identical to it.
       const __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
-      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
-      const float d = amax / 127.0f;
-      const __m512 id = _mm512_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+      amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+      const __m512 id = _mm512_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
       const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
       constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
       const __m512i v0 = _mm512_cvtps_epi32(_mm512_min_ps(
@@ -78,24 +83,24 @@ void QuantizedActs::quantize_rows(const float* x, int ldx, int r0, int r1) {
           _mm512_max_ps(_mm512_roundscale_ps(_mm512_mul_ps(x1, id), kRound), lo), hi));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + b * 32), _mm512_cvtepi32_epi8(v0));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + b * 32 + 16), _mm512_cvtepi32_epi8(v1));
-      const int sum = _mm512_reduce_add_epi32(_mm512_add_epi32(v0, v1));
-      d_[static_cast<size_t>(r) * nb + b] = d;
-      s_[static_cast<size_t>(r) * nb + b] = d * static_cast<float>(sum);
+      sum = _mm512_reduce_add_epi32(_mm512_add_epi32(v0, v1));
 #else
-      float amax = 0.0f;
       for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
-      const float d = amax / 127.0f;
-      const float id = d > 0.0f ? 1.0f / d : 0.0f;
-      int sum = 0;
+      // 127 / amax, not 1 / d: ggml's multiplier (the two can differ in the last bit).
+      const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
       for (int i = 0; i < 32; ++i) {
         // |x * id| <= 127 up to rounding; the clamp only guards that last ulp.
         const int v = std::clamp(static_cast<int>(std::nearbyint(xb[i] * id)), -127, 127);
         qr[b * 32 + i] = static_cast<std::int8_t>(v);
         sum += v;
       }
-      d_[static_cast<size_t>(r) * nb + b] = d;
-      s_[static_cast<size_t>(r) * nb + b] = d * static_cast<float>(sum);
 #endif
+      const float d = amax / 127.0f;
+      const float d16 = round_to_fp16(d);
+      d_[static_cast<size_t>(r) * nb + b] = d16;
+      s_[static_cast<size_t>(r) * nb + b] = format == ActFormat::q8_1
+                                                ? round_to_fp16(d * static_cast<float>(sum))
+                                                : d16 * static_cast<float>(sum);
     }
   }
 }

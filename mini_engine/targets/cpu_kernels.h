@@ -42,8 +42,22 @@ struct Aligned64 {
 template <typename T>
 using AlignedVector = std::vector<T, Aligned64<T>>;
 
-// Activation rows quantized in blocks of 32, like ggml's Q8_1:
-//   d = max|x| / 127,  q_i = round(x_i / d) in [-127, 127],  s = d * sum(q_i).
+// How activation blocks are rounded: like the ggml block type that llama.cpp's CPU backend
+// quantizes activations to before a product with weights of a given type (its vec_dot_type).
+// Both store the scale d in fp16; they differ in the block sum s.
+enum class ActFormat {
+  q8_0,  // for Q4_0 / Q8_0 weights: block_q8_0 has no sum, ggml applies those weights' offsets in
+         // integer arithmetic, so s = d * sum(q) in float (d already rounded): exact offsets.
+  q8_1,  // for Q4_1 weights: block_q8_1's s, the float d times sum(q) rounded to fp16.
+};
+// The ActFormat llama.cpp uses for weights of `type` (q8_1 for Q4_1, q8_0 otherwise).
+ActFormat act_format_for(GgmlType type);
+
+// Activation rows quantized in blocks of 32, like ggml's Q8_0 / Q8_1 (its AVX2 quantizer):
+//   d = max|x| / 127,  q_i = round(x_i * (127 / max|x|)) in [-127, 127] (ties to even),
+//   stored: fp16(d) and s as ActFormat says.
+// d and s are rounded to fp16 but kept as floats (the kernels read floats): llama.cpp computes
+// with exactly these values, a systematic difference of up to 2^-11 per block otherwise.
 // Row r's codes are q(r)[0..cols), its block scales d(r)[0..cols/32) and sums s(r)[...].
 // The codes of each row start 32-byte aligned.
 class QuantizedActs {
@@ -51,13 +65,14 @@ class QuantizedActs {
   // Quantizes `rows` rows of `cols` floats (row r starts at x + r * ldx): reset() then
   // quantize_rows() over every row.
   // Requires cols > 0 a multiple of 32 and ldx >= cols; throws std::invalid_argument otherwise.
-  void quantize(const float* x, int rows, int cols, int ldx);
+  void quantize(const float* x, int rows, int cols, int ldx, ActFormat format = ActFormat::q8_0);
   // Sizes the buffers for `rows` x `cols` (same requirements); the contents are unspecified.
   void reset(int rows, int cols);
   // Quantizes rows [r0, r1) of x (row r at x + r * ldx). Requires 0 <= r0 <= r1 <= rows() and
   // ldx >= cols() (unchecked: called per thread in the forward pass). Threads may quantize
   // disjoint row ranges at the same time.
-  void quantize_rows(const float* x, int ldx, int r0, int r1);
+  void quantize_rows(const float* x, int ldx, int r0, int r1,
+                     ActFormat format = ActFormat::q8_0);
 
   int rows() const { return rows_; }
   int cols() const { return cols_; }

@@ -62,12 +62,14 @@ class CpuLlama final : public Target {
  private:
   friend class CpuLlamaBatch;  // runs several sequences' KV caches through one forward pass
   struct Scratch;
-  // One sequence's KV cache, per layer l and KV head g: capacity rows of head_dim floats,
-  // k[((l * n_head_kv + g) * capacity + pos) * head_dim + i]; likewise v.
+  // One sequence's KV cache, per layer l and KV head g: capacity rows of head_dim fp16 values,
+  // k[((l * n_head_kv + g) * capacity + pos) * head_dim + i]; likewise v. fp16 as llama.cpp's
+  // default cache (type_k = type_v = F16): half the memory of floats, and the same rounding of
+  // K and V as the engine we check against.
   struct KvCache {
     int capacity = 0;
-    cpu::AlignedVector<float> k;
-    cpu::AlignedVector<float> v;
+    cpu::AlignedVector<std::uint16_t> k;
+    cpu::AlignedVector<std::uint16_t> v;
   };
   // Where one token of a forward pass goes: its sequence's cache and its position there.
   struct RowSlot {
@@ -96,7 +98,7 @@ class CpuLlama final : public Target {
   int max_length_ = 0;
   std::string model_name_;
   std::vector<Token> tokens_;
-  std::vector<float> rope_inv_freq_;  // (head_dim / 2): base^(-2i / head_dim)
+  float rope_theta_scale_ = 1.0f;  // base^(-2 / head_dim), in float as ggml computes it
 
   KvCache kv_;  // this Target's own sequence
 

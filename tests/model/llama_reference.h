@@ -4,6 +4,10 @@
 // the *reference* matrix product with CpuLlama (both checked on their own in
 // test_cpu_kernels.cpp), so it pins CpuLlama's orchestration: norms, RoPE positions, the causal
 // mask, the GQA head mapping, SwiGLU, the residual stream, the KV cache and the thread split.
+// It applies the roundings CpuLlama copies from llama.cpp (cpu_llama.cpp says why): RoPE angles
+// formed in float, K, V and q rounded to fp16, the attention weights rounded to fp16. Without
+// them the two would differ by far more than float rounding: one fp16 step in an input flips
+// 8-bit activation codes downstream.
 #include <cmath>
 #include <span>
 #include <vector>
@@ -14,7 +18,10 @@
 
 namespace speclab::testing {
 
-inline Logits reference_llama_logits(const LlamaWeights& w, std::span<const Token> seq) {
+// q8_1_sums: whether the engine's matrix products use the activations' block sums for Q4_1's
+// offsets (every kernel but MatmulKernel::reference, which uses exact q * d throughout).
+inline Logits reference_llama_logits(const LlamaWeights& w, std::span<const Token> seq,
+                                     bool q8_1_sums = true) {
   const LlamaHParams& hp = w.hp;
   const int n = static_cast<int>(seq.size()), E = hp.n_embd, hd = hp.head_dim, F = hp.n_ff;
   const int qd = hp.n_head * hd;
@@ -24,9 +31,26 @@ inline Logits reference_llama_logits(const LlamaWeights& w, std::span<const Toke
     std::vector<float> flat;
     for (const auto& row : in) flat.insert(flat.end(), row.begin(), row.end());
     cpu::QuantizedActs qa;
-    qa.quantize(flat.data(), n, m.cols, m.cols);
+    qa.quantize(flat.data(), n, m.cols, m.cols, cpu::act_format_for(m.type));
     std::vector<float> y(static_cast<size_t>(n) * m.rows);
     cpu::matmul(cpu::MatmulKernel::reference, m, qa, y.data(), m.rows, 0, m.rows);
+    if (m.type == GgmlType::Q4_1 && q8_1_sums) {
+      // The reference product uses the exact activations q * d; Q4_1's offset term m * sum(x)
+      // uses the block sum s instead, which the q8_1 format rounds to fp16 (as ggml does).
+      for (int t = 0; t < n; ++t) {
+        for (int r = 0; r < m.rows; ++r) {
+          const auto* blocks = reinterpret_cast<const BlockQ4_1*>(m.row(r));
+          double corr = 0;
+          for (int b = 0; b < m.cols / 32; ++b) {
+            int sum = 0;
+            for (int i = 0; i < 32; ++i) sum += qa.q(t)[b * 32 + i];
+            corr += static_cast<double>(fp16_to_fp32(blocks[b].m)) *
+                    (static_cast<double>(qa.s(t)[b]) - static_cast<double>(qa.d(t)[b]) * sum);
+          }
+          y[static_cast<size_t>(t) * m.rows + r] += static_cast<float>(corr);
+        }
+      }
+    }
     Mat out = mat(n, m.rows);
     for (int t = 0; t < n; ++t)
       for (int r = 0; r < m.rows; ++r) out[t][r] = y[static_cast<size_t>(t) * m.rows + r];
@@ -42,10 +66,12 @@ inline Logits reference_llama_logits(const LlamaWeights& w, std::span<const Toke
     }
     return out;
   };
+  const float theta_scale = std::pow(hp.rope_base, -2.0f / static_cast<float>(hd));
   auto rope = [&](std::vector<float>& v, int heads, int pos) {  // adjacent pairs, GGUF layout
     for (int h = 0; h < heads; ++h) {
-      for (int i = 0; i < hd / 2; ++i) {
-        const double theta = pos * std::pow(static_cast<double>(hp.rope_base), -2.0 * i / hd);
+      float theta_f = static_cast<float>(pos);  // pos * theta_scale^i, in float
+      for (int i = 0; i < hd / 2; ++i, theta_f *= theta_scale) {
+        const double theta = theta_f;
         float& a = v[h * hd + 2 * i];
         float& b = v[h * hd + 2 * i + 1];
         const double x0 = a, x1 = b;
@@ -63,6 +89,9 @@ inline Logits reference_llama_logits(const LlamaWeights& w, std::span<const Toke
     for (int t = 0; t < n; ++t) {
       rope(q[t], hp.n_head, t);
       rope(k[t], hp.n_head_kv, t);
+      for (float& e : q[t]) e = round_to_fp16(e);
+      for (float& e : k[t]) e = round_to_fp16(e);
+      for (float& e : v[t]) e = round_to_fp16(e);
     }
     Mat att = mat(n, qd);
     for (int t = 0; t < n; ++t) {
@@ -78,9 +107,10 @@ inline Logits reference_llama_logits(const LlamaWeights& w, std::span<const Toke
         }
         double z = 0;
         for (double& e : s) z += (e = std::exp(e - mx));
+        for (double& e : s) e = round_to_fp16(static_cast<float>(e / z));
         for (int i = 0; i < hd; ++i) {
           double acc = 0;
-          for (int j = 0; j <= t; ++j) acc += s[j] / z * v[j][g * hd + i];
+          for (int j = 0; j <= t; ++j) acc += s[j] * v[j][g * hd + i];
           att[t][h * hd + i] = static_cast<float>(acc);
         }
       }

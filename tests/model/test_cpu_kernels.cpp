@@ -101,9 +101,10 @@ TEST_SUITE("engine_forward / quantized matrix products") {
           const int c = q.q(r)[b * 32 + i];
           worst = std::max(worst, std::abs(c));
           sum += c;
+          // Half a step, plus the fp16 rounding of the scale (2^-11 relative) times |c| <= 127.
           const float back = static_cast<float>(c) * q.d(r)[b];
           CHECK(std::fabs(back - xx[static_cast<size_t>(r * 96 + b * 32 + i)]) <=
-                0.5f * q.d(r)[b] * 1.0001f + 1e-7f);
+                (0.5f + 127.0f / 2048.0f) * q.d(r)[b] * 1.0001f + 1e-7f);
         }
         CHECK(q.s(r)[b] == doctest::Approx(q.d(r)[b] * static_cast<float>(sum)));
       }
@@ -111,15 +112,17 @@ TEST_SUITE("engine_forward / quantized matrix products") {
     CHECK(worst == 127);  // the largest |x| of a block maps to +-127
   }
 
-  TEST_CASE("activation quantization gives exactly the codes of the plain formula") {
+  TEST_CASE("activation quantization gives exactly the codes and scales of ggml's formula") {
     // The SIMD quantizer must round like the scalar definition (nearest, ties to even), so the
-    // engine's results do not depend on which one was compiled in. Values at exact half steps
-    // exercise the ties.
+    // engine's results do not depend on which one was compiled in; and both like llama.cpp's
+    // quantize_row_q8_0 / q8_1: multiplier 127 / max|x|, d and (q8_1) s stored as fp16. Values
+    // at exact half steps exercise the ties.
     std::vector<float> x = random_floats(2 * 64, 9, 2.0f);
     for (int i = 0; i < 32; ++i) x[static_cast<size_t>(i)] = 0.5f * static_cast<float>(i - 16);
     x[31] = 127.0f;  // so d = 1 and the block's values sit on half steps
-    QuantizedActs q;
-    q.quantize(x.data(), 2, 64, 64);
+    QuantizedActs q, q1;
+    q.quantize(x.data(), 2, 64, 64);  // ActFormat::q8_0
+    q1.quantize(x.data(), 2, 64, 64, ActFormat::q8_1);
     int mismatches = 0;
     for (int r = 0; r < 2; ++r) {
       for (int b = 0; b < 2; ++b) {
@@ -127,20 +130,26 @@ TEST_SUITE("engine_forward / quantized matrix products") {
         float amax = 0.0f;
         for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
         const float d = amax / 127.0f;
-        const float id = d > 0.0f ? 1.0f / d : 0.0f;
+        const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
         int sum = 0;
         for (int i = 0; i < 32; ++i) {
           const int v = std::clamp(static_cast<int>(std::nearbyint(xb[i] * id)), -127, 127);
           mismatches += q.q(r)[b * 32 + i] != v;
+          mismatches += q1.q(r)[b * 32 + i] != v;
           sum += v;
         }
-        CHECK(q.d(r)[b] == d);
-        CHECK(q.s(r)[b] == d * static_cast<float>(sum));
+        CHECK(q.d(r)[b] == round_to_fp16(d));
+        CHECK(q1.d(r)[b] == round_to_fp16(d));
+        CHECK(q.s(r)[b] == round_to_fp16(d) * static_cast<float>(sum));
+        CHECK(q1.s(r)[b] == round_to_fp16(d * static_cast<float>(sum)));
       }
     }
     CHECK(q.q(0)[1] == -8);  // -7.5 rounds to the even -8
     CHECK(q.q(0)[3] == -6);  // -6.5 rounds to the even -6
     CHECK(mismatches == 0);
+    CHECK(act_format_for(GgmlType::Q4_1) == ActFormat::q8_1);
+    CHECK(act_format_for(GgmlType::Q4_0) == ActFormat::q8_0);
+    CHECK(act_format_for(GgmlType::Q8_0) == ActFormat::q8_0);
   }
 
   TEST_CASE("scalar and simd and packed kernels match the reference for Q4_0 Q4_1 and Q8_0") {

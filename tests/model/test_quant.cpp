@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -20,6 +21,29 @@ TEST_SUITE("model / quantization") {
     CHECK(std::isinf(fp16_to_fp32(0x7c00)));
     CHECK(bf16_to_fp32(0x3f80) == 1.0f);
     CHECK(bf16_to_fp32(0xc040) == -3.0f);
+  }
+
+  TEST_CASE("fp32 to fp16 rounds to nearest even and round-trips every half") {
+    CHECK(fp32_to_fp16(1.0f) == 0x3c00);
+    CHECK(fp32_to_fp16(-2.0f) == 0xc000);
+    CHECK(fp32_to_fp16(65504.0f) == 0x7bff);
+    CHECK(fp32_to_fp16(65520.0f) == 0x7c00);  // the halfway point to 2^16 rounds to infinity
+    CHECK(fp32_to_fp16(1e-8f) == 0x0000);
+    CHECK(fp32_to_fp16(-0.0f) == 0x8000);
+    CHECK(fp32_to_fp16(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
+    CHECK(fp32_to_fp16(std::ldexp(1.0f, -25)) == 0x0000);  // a tie: rounds to even (zero)
+    CHECK(fp32_to_fp16(std::ldexp(3.0f, -25)) == 0x0002);  // 1.5 ulps: ties to even (2)
+    CHECK(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);  // tie: even mantissa stays
+    CHECK(fp32_to_fp16(1.0f + std::ldexp(3.0f, -11)) == 0x3c02);  // tie: odd mantissa rounds up
+    CHECK(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)) == 0x3c01);
+    CHECK(fp32_to_fp16(std::numeric_limits<float>::infinity()) == 0x7c00);
+    CHECK(std::isnan(fp16_to_fp32(fp32_to_fp16(std::numeric_limits<float>::quiet_NaN()))));
+    int bad = 0;
+    for (std::uint32_t h = 0; h < 0x10000u; ++h) {
+      if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0) continue;  // NaNs
+      bad += fp32_to_fp16(fp16_to_fp32(static_cast<std::uint16_t>(h))) != h;
+    }
+    CHECK(bad == 0);
   }
 
   TEST_CASE("Q4_0 block: low nibbles are weights 0..15, high nibbles 16..31, offset -8") {

@@ -4,7 +4,10 @@
 An independent implementation to check our forward pass against: llama.cpp, through the
 llama-cpp-python bindings, on the very same GGUF file. For several sequences it runs teacher
 forcing (one pass over the whole sequence with logits for every position) and keeps the top-k
-token ids and logits at each position. It also stores a few copy-heavy prompts (as token ids)
+token ids and logits at each position. It runs the same sequences again one token at a time
+(the decode path: other kernels, other summation orders) and keeps those top-k too: where the
+two passes of llama.cpp disagree on top-1, the context is a near-tie that no reimplementation
+can be expected to call like either pass (the test measures that floor). It also stores a few copy-heavy prompts (as token ids)
 for the speculative-decoding identity tests.
 
   .venv/bin/python tools/oracle/make_logit_fixtures.py [--model PATH] [--out FILE]
@@ -92,6 +95,22 @@ def all_logits(llm, tokens):
     return np.array(llm.scores[: len(tokens)], dtype=np.float32)
 
 
+def stepwise_logits(llm, tokens):
+    """Logits for every position of `tokens`, fed one token per eval call (decode batches)."""
+    llm.reset()
+    rows = []
+    for t in tokens:
+        llm.eval([t])
+        rows.append(np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32))
+    return np.stack(rows)
+
+
+def top_k(logits):
+    top = np.argsort(-logits, axis=1, kind="stable")[:, :TOP_K]
+    vals = [[round(float(logits[p, i]), 4) for i in top[p]] for p in range(len(logits))]
+    return top.tolist(), vals
+
+
 def greedy_continue(llm, prompt, n_new, stop=(0, 2)):
     llm.reset()
     llm.eval(prompt)
@@ -118,16 +137,17 @@ def main():
     for name, text, n_new in SEQUENCES:
         prompt = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
         tokens = greedy_continue(llm, prompt, n_new)
-        logits = all_logits(llm, tokens)
-        top = np.argsort(-logits, axis=1, kind="stable")[:, :TOP_K]
+        top_ids, top_logits = top_k(all_logits(llm, tokens))
+        step_ids, step_logits = top_k(stepwise_logits(llm, tokens))
         sequences.append({
             "name": name,
             "text": text,
             "n_prompt": len(prompt),
             "tokens": [int(t) for t in tokens],
-            "top_ids": top.tolist(),
-            "top_logits": [[round(float(logits[p, i]), 4) for i in top[p]]
-                           for p in range(len(tokens))],
+            "top_ids": top_ids,
+            "top_logits": top_logits,
+            "stepwise_top_ids": step_ids,
+            "stepwise_top_logits": step_logits,
         })
         print(f"{name}: {len(prompt)} prompt + {len(tokens) - len(prompt)} generated tokens",
               file=sys.stderr)
@@ -148,6 +168,8 @@ def main():
             "model_sha256": sha256(model),
             "settings": {"n_threads": N_THREADS, "n_ctx": N_CTX, "n_batch": 512,
                          "logits_all": True, "top_k": TOP_K,
+                         "top_ids": "one pass over the whole sequence (prefill batch)",
+                         "stepwise_top_ids": "one token per eval (decode batches)",
                          "continuation": "llama.cpp greedy (argmax), stop at ids 0 or 2"},
             "positions": sum(len(s["tokens"]) for s in sequences),
         },
