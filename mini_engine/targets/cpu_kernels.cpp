@@ -501,7 +501,7 @@ namespace {
 // activation rows (the compute between two loads then hides nothing); a software prefetch a few
 // blocks ahead lets the loads overlap the dot products. Tuned on Zen 5 (tools/bench_model).
 #ifndef SPECLAB_PACKED_PREFETCH
-#define SPECLAB_PACKED_PREFETCH 2048
+#define SPECLAB_PACKED_PREFETCH 4096
 #endif
 constexpr int kPrefetchBytes = SPECLAB_PACKED_PREFETCH;
 
@@ -586,22 +586,19 @@ void packed_tile(const PackedMatrix& w, const QuantizedActs& x, int t0, float* y
   }
 }
 
-constexpr int kMaxPackedTile = 8;
+#ifndef SPECLAB_PACKED_MAX_TILE
+#define SPECLAB_PACKED_MAX_TILE 8
+#endif
+constexpr int kMaxPackedTile = SPECLAB_PACKED_MAX_TILE;
 
-template <GgmlType kType>
+// packed_tile<kType, nt> for a runtime nt in [1, NT].
+template <GgmlType kType, int NT = kMaxPackedTile>
 void packed_group(const PackedMatrix& w, const QuantizedActs& x, int t0, int nt, float* y, int ldy,
                   int g, int r0, int r1, bool prefetch) {
-  static_assert(kMaxPackedTile == 8, "one case per tile size");
-  switch (nt) {
-    case 1: return packed_tile<kType, 1>(w, x, t0, y, ldy, g, r0, r1, prefetch);
-    case 2: return packed_tile<kType, 2>(w, x, t0, y, ldy, g, r0, r1, prefetch);
-    case 3: return packed_tile<kType, 3>(w, x, t0, y, ldy, g, r0, r1, prefetch);
-    case 4: return packed_tile<kType, 4>(w, x, t0, y, ldy, g, r0, r1, prefetch);
-    case 5: return packed_tile<kType, 5>(w, x, t0, y, ldy, g, r0, r1, prefetch);
-    case 6: return packed_tile<kType, 6>(w, x, t0, y, ldy, g, r0, r1, prefetch);
-    case 7: return packed_tile<kType, 7>(w, x, t0, y, ldy, g, r0, r1, prefetch);
-    default: return packed_tile<kType, 8>(w, x, t0, y, ldy, g, r0, r1, prefetch);
+  if constexpr (NT > 1) {
+    if (nt < NT) return packed_group<kType, NT - 1>(w, x, t0, nt, y, ldy, g, r0, r1, prefetch);
   }
+  packed_tile<kType, NT>(w, x, t0, y, ldy, g, r0, r1, prefetch);
 }
 
 // A row group's weights (a few KB per 576 columns) stay in L1 while every tile of activation
