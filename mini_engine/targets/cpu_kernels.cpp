@@ -611,6 +611,16 @@ void matmul_packed_typed(const PackedMatrix& w, const QuantizedActs& x, float* y
   const int n = x.rows();
   const int tiles = (n + kMaxPackedTile - 1) / kMaxPackedTile;
   const int tile = (n + tiles - 1) / tiles;
+  {
+    // The in-loop prefetch runs kPrefetchBytes ahead; start the stream so that the first blocks
+    // are on their way too.
+    const std::uint8_t* first = w.at(r0 / 16, 0);
+    const size_t span = std::min<size_t>(kPrefetchBytes, static_cast<size_t>((r1 + 15) / 16 - r0 / 16) *
+                                                             w.blocks() * w.group_block_bytes());
+    for (size_t off = 0; off < span; off += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(first + off), _MM_HINT_T0);
+    }
+  }
   for (int g = r0 / 16; g * 16 < r1; ++g) {
     for (int t0 = 0; t0 < n; t0 += tile) {
       packed_group<kType>(w, x, t0, std::min(tile, n - t0), y, ldy, g, r0, r1, t0 == 0);
