@@ -503,7 +503,7 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
           for (int t = 0; t < n; ++t) {
             float* g = S.gate.data() + static_cast<size_t>(t) * F;
             const float* u = S.up.data() + static_cast<size_t>(t) * F;
-            for (int c = rr.begin; c < rr.end; ++c) g[c] = g[c] / (1.0f + std::exp(-g[c])) * u[c];
+            cpu::silu_mul(g + rr.begin, u + rr.begin, rr.end - rr.begin);
           }
         }
 #pragma omp barrier

@@ -159,7 +159,7 @@ TEST_SUITE("engine_forward / quantized matrix products") {
     for (std::uint32_t type : {2u, 3u, 8u}) {
       for (int cols : {32, 96, 576}) {
         for (int rows : {1, 17, 40}) {
-          for (int tokens : {1, 3, 8, 9, 20}) {
+          for (int tokens : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 20}) {
             const auto bytes = random_matrix_bytes(type, rows, cols, 100 + cols + rows, 1.0f);
             const QuantMatrix w = make_matrix(type, rows, cols, bytes);
             const std::vector<float> xf = random_floats(tokens * cols, 7 + tokens, 3.0f);
@@ -192,7 +192,38 @@ TEST_SUITE("engine_forward / quantized matrix products") {
         }
       }
     }
-    CHECK(checked == 3 * 3 * 3 * 5);
+    CHECK(checked == 3 * 3 * 3 * 11);
+  }
+
+  TEST_CASE("the packed kernel gives an activation row the same bits whatever tile it shares") {
+    // A prefill and the same tokens one at a time must give identical logits: each row's sum is
+    // formed in the same order whether it shares a tile of 1, 5, 8 rows or several tiles.
+    int differing = 0, compared = 0;
+    for (std::uint32_t type : {2u, 3u, 8u}) {
+      const int rows = 33, cols = 96;
+      const auto bytes = random_matrix_bytes(type, rows, cols, 11 + type, 1.0f);
+      const QuantMatrix w = make_matrix(type, rows, cols, bytes);
+      const PackedMatrix pw(w);
+      for (int tokens : {2, 6, 8, 9, 17}) {
+        const std::vector<float> xf = random_floats(tokens * cols, 50 + tokens, 2.0f);
+        QuantizedActs all;
+        all.quantize(xf.data(), tokens, cols, cols);
+        std::vector<float> y_all(static_cast<size_t>(tokens) * rows);
+        matmul(pw, all, y_all.data(), rows, 0, rows);
+        for (int t = 0; t < tokens; ++t) {
+          QuantizedActs one;
+          one.quantize(xf.data() + static_cast<size_t>(t) * cols, 1, cols, cols);
+          std::vector<float> y_one(static_cast<size_t>(rows));
+          matmul(pw, one, y_one.data(), rows, 0, rows);
+          for (int r = 0; r < rows; ++r) {
+            differing += y_one[static_cast<size_t>(r)] != y_all[static_cast<size_t>(t) * rows + r];
+            ++compared;
+          }
+        }
+      }
+    }
+    CHECK(compared == 3 * 33 * (2 + 6 + 8 + 9 + 17));
+    CHECK(differing == 0);
   }
 
   TEST_CASE("a row range writes exactly those output rows") {
@@ -242,5 +273,49 @@ TEST_SUITE("engine_forward / quantized matrix products") {
     CHECK_THROWS_WITH_AS(matmul(MatmulKernel::scalar, w, x64, y.data(), 8, 0, 8),
                          doctest::Contains("F16"), std::invalid_argument);
     CHECK_THROWS_AS(x.quantize(xf.data(), 1, 33, 33), std::invalid_argument);
+  }
+}
+
+TEST_SUITE("engine_forward / the SwiGLU feed-forward") {
+  TEST_CASE("silu_mul matches the std::exp formula within a few ulps and is the same in pieces") {
+    // Values over the whole useful range, and past it, where exp overflows to inf (silu -> -0)
+    // or to 1 (silu -> g).
+    std::vector<float> g = random_floats(45, 21, 12.0f), u = random_floats(45, 22, 3.0f);
+    g[0] = 0.0f;
+    g[1] = -100.0f;
+    g[2] = 100.0f;
+    g[3] = -87.5f;
+    g[4] = 1e-30f;
+    int bad = 0;
+    std::string first;
+    for (int n : {0, 1, 15, 16, 17, 45}) {
+      std::vector<float> want(g.begin(), g.begin() + n), got = want;
+      silu_mul_reference(want.data(), u.data(), n);
+      silu_mul(got.data(), u.data(), n);
+      for (int i = 0; i < n; ++i) {
+        const float tol = 4e-7f * std::fabs(want[static_cast<size_t>(i)]) + 1e-30f;
+        if (!(std::fabs(got[static_cast<size_t>(i)] - want[static_cast<size_t>(i)]) <= tol)) {
+          if (++bad <= 5) {
+            first += "  n=" + std::to_string(n) + " i=" + std::to_string(i) + " g=" +
+                     std::to_string(g[static_cast<size_t>(i)]) + ": got " +
+                     std::to_string(got[static_cast<size_t>(i)]) + " want " +
+                     std::to_string(want[static_cast<size_t>(i)]) + "\n";
+          }
+        }
+      }
+    }
+    INFO(first);
+    CHECK(bad == 0);
+    // Split at any point, the pieces give the same bits as one call.
+    std::vector<float> whole = g;
+    silu_mul(whole.data(), u.data(), 45);
+    int split_diff = 0;
+    for (int at : {1, 7, 16, 30}) {
+      std::vector<float> parts = g;
+      silu_mul(parts.data(), u.data(), at);
+      silu_mul(parts.data() + at, u.data() + at, 45 - at);
+      for (int i = 0; i < 45; ++i) split_diff += parts[static_cast<size_t>(i)] != whole[static_cast<size_t>(i)];
+    }
+    CHECK(split_diff == 0);
   }
 }
