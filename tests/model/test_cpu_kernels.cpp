@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mini_engine/sampling/rng.h"
+#include "mini_engine/targets/cpu_attention.h"
 #include "mini_engine/targets/cpu_kernels.h"
 #include "tiny_llama.h"
 
@@ -317,5 +318,63 @@ TEST_SUITE("engine_forward / the SwiGLU feed-forward") {
       for (int i = 0; i < 45; ++i) split_diff += parts[static_cast<size_t>(i)] != whole[static_cast<size_t>(i)];
     }
     CHECK(split_diff == 0);
+  }
+}
+
+TEST_SUITE("engine_forward / attention arithmetic") {
+  TEST_CASE("rope rotates adjacent pairs by pos times theta_scale to the i") {
+    const int hd = 64, pos = 37;
+    const float theta_scale = std::pow(10000.0f, -2.0f / hd);
+    std::vector<float> x(hd), want(hd);
+    for (int i = 0; i < hd; ++i) x[i] = static_cast<float>(uniform01(5, 1, i) * 2 - 1);
+    for (int i = 0; i < hd / 2; ++i) {  // in double, pairs (2i, 2i+1)
+      const double th = pos * std::pow(10000.0, -2.0 * i / hd);
+      want[2 * i] = static_cast<float>(x[2 * i] * std::cos(th) - x[2 * i + 1] * std::sin(th));
+      want[2 * i + 1] = static_cast<float>(x[2 * i] * std::sin(th) + x[2 * i + 1] * std::cos(th));
+    }
+    cpu::rope(x.data(), hd, pos, theta_scale);
+    // theta is formed in float as ggml does: a few float ulps of angle, times pos.
+    for (int i = 0; i < hd; ++i) CHECK(x[i] == doctest::Approx(want[i]).epsilon(1e-4));
+    std::vector<float> zero_pos = want;
+    cpu::rope(zero_pos.data(), hd, 0, theta_scale);
+    CHECK(zero_pos == want);  // position 0 is the identity
+  }
+
+  TEST_CASE("attend_fp16 is softmax attention in double up to the fp16 roundings") {
+    for (const int hd : {64, 48, 8}) {  // the AVX-512, AVX2 and scalar paths
+      for (const int len : {1, 7, 40}) {
+        std::vector<float> kf(static_cast<size_t>(len) * hd), vf(kf.size()), q(hd);
+        for (size_t i = 0; i < kf.size(); ++i) {
+          kf[i] = static_cast<float>(uniform01(6, 1, i) * 2 - 1);
+          vf[i] = static_cast<float>(uniform01(6, 2, i) * 2 - 1);
+        }
+        for (int i = 0; i < hd; ++i) q[i] = static_cast<float>(uniform01(6, 3, i) * 4 - 2);
+        std::vector<std::uint16_t> k16(kf.size()), v16(vf.size());
+        cpu::to_fp16(kf.data(), static_cast<int>(kf.size()), k16.data());
+        cpu::to_fp16(vf.data(), static_cast<int>(vf.size()), v16.data());
+        cpu::round_fp16_inplace(q.data(), hd);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        std::vector<float> p(static_cast<size_t>(len)), out(hd);
+        cpu::attend_fp16(k16.data(), v16.data(), len, hd, q.data(), scale, p.data(), out.data());
+        // Reference in double over the same fp16 K, V and q.
+        std::vector<double> s(static_cast<size_t>(len));
+        double mx = -1e300, z = 0;
+        for (int j = 0; j < len; ++j) {
+          double dot = 0;
+          for (int i = 0; i < hd; ++i) dot += round_to_fp16(kf[j * hd + i]) * double{q[i]};
+          s[j] = dot * scale;
+          mx = std::max(mx, s[j]);
+        }
+        for (double& e : s) z += (e = std::exp(e - mx));
+        INFO("hd ", hd, " len ", len);
+        for (int j = 0; j < len; ++j) CHECK(p[j] == doctest::Approx(s[j] / z).epsilon(1e-3));
+        for (int i = 0; i < hd; ++i) {
+          double acc = 0;
+          for (int j = 0; j < len; ++j) acc += s[j] / z * round_to_fp16(vf[j * hd + i]);
+          // The weights are rounded to fp16 (2^-11 relative each) before they multiply V.
+          CHECK(std::fabs(out[i] - acc) <= 2e-3);
+        }
+      }
+    }
   }
 }
