@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SPECLAB = os.environ.get("SPECLAB_BIN", str(ROOT / "build" / "bin" / "speclab"))
 ESC = "\x1b["
-ALL_DRAFTERS = ("prompt-lookup", "ngram", "nasd", "pool", "sa", "sa+ngram", "auto")
+ALL_DRAFTERS = ("prompt-lookup", "ngram", "nasd", "pool", "sa", "sa+ngram", "auto", "mine")
 
 
 def speclab(*args, stdin=None, env=None, timeout=120):

@@ -23,6 +23,7 @@ void run_generate(GenerateOptions o) {
   o.target.toy_length_hint = o.prompt.toy_prompt_len + o.decode.max_new_tokens;
   Model model = load_model(o.target);
   const std::vector<Token> prompt = resolve_prompt(o.prompt, model);
+  o.drafter.stop_tokens = model.codec->stop_tokens();
   std::unique_ptr<Drafter> drafter = make_drafter(o.drafter, o.decode.k);
   if (drafter) check_n_fits(o.drafter, *model.target, prompt.size(), o.decode.max_new_tokens);
   check_fits_context(*model.target, prompt.size(), o.decode.max_new_tokens);
