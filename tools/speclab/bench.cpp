@@ -170,6 +170,13 @@ std::string describe_mismatch(const std::vector<std::vector<Token>>& base,
   return "the number of turns differs";
 }
 
+// This process's CPU time as a Clock, so the batched loop's own split (prefill, decode) is in
+// CPU seconds too under --clock cpu.
+class ProcessCpuClock final : public Clock {
+ public:
+  double now() const override { return process_cpu_seconds(); }
+};
+
 // One batched case: a drafter configuration at one batch size.
 struct BatchCaseResult {
   std::string workload, drafter, drafter_name;
@@ -188,6 +195,7 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
                     const std::vector<Workload>& workloads, const Model& model,
                     const DecodeConfig& base_dc, const VerifyRule& verify) {
   std::unique_ptr<BatchTarget> target = load_batch_model(o.target);
+  const int total_requests = *std::max_element(o.batches.begin(), o.batches.end());
   const bool cpu_clock = o.clock == "cpu";
   std::vector<BatchCaseResult> results;
   int mismatches = 0;
@@ -196,8 +204,9 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
   ProgressBar progress(total, !o.no_progress && isatty(fileno(stderr)) != 0);
   for (const Workload& w : workloads) {
     for (int b : o.batches) {
+      // The same `total` requests at every batch size, so AL and work are equal across sizes.
       std::vector<std::vector<Token>> prompts;
-      for (int i = 0; i < b; ++i) {
+      for (int i = 0; i < total_requests; ++i) {
         const Conversation& c = w.items[static_cast<size_t>(i) % w.items.size()];
         std::vector<Token> p = model.codec->system_prompt(c.system);
         const std::vector<Token> user = model.codec->user_turn(c.turns[0]);
@@ -215,49 +224,59 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
         r.batch = b;
         results.push_back(r);
       }
+      // Every request, in consecutive batches of b; the times are summed over the batches.
       const auto run = [&](const std::vector<std::unique_ptr<Drafter>>& drafters, int k,
                            double& seconds, double& decode) {
-        std::vector<BatchRequest> requests(prompts.size());
-        for (size_t i = 0; i < prompts.size(); ++i) {
-          requests[i].prompt = prompts[i];
-          requests[i].drafter = drafters.empty() ? nullptr : drafters[i].get();
-          requests[i].config = base_dc;
-          requests[i].config.k = drafters.empty() ? 0 : k;
-          requests[i].config.stop_tokens = model.codec->stop_tokens();
+        std::vector<GenerationResult> out;
+        seconds = decode = 0.0;
+        for (size_t start = 0; start < prompts.size(); start += static_cast<size_t>(b)) {
+          const size_t end = std::min(prompts.size(), start + static_cast<size_t>(b));
+          std::vector<BatchRequest> requests(end - start);
+          for (size_t i = start; i < end; ++i) {
+            BatchRequest& q = requests[i - start];
+            q.prompt = prompts[i];
+            q.drafter = drafters.empty() ? nullptr : drafters[i].get();
+            q.config = base_dc;
+            q.config.k = drafters.empty() ? 0 : k;
+            q.config.stop_tokens = model.codec->stop_tokens();
+          }
+          const ProcessCpuClock cpu;
+          BatchDecodeConfig config;
+          if (cpu_clock) config.clock = &cpu;
+          BatchGenerationResult g = run_speculative_batch(*target, requests, verify, config);
+          seconds += g.stats.total_seconds;
+          decode += g.stats.total_seconds - g.stats.prefill_seconds;
+          for (GenerationResult& r : g.requests) out.push_back(std::move(r));
         }
-        const double cpu0 = process_cpu_seconds();
-        BatchGenerationResult g = run_speculative_batch(*target, requests, verify);
-        seconds = cpu_clock ? process_cpu_seconds() - cpu0 : g.stats.total_seconds;
-        decode = g.stats.total_seconds - g.stats.prefill_seconds;
-        return g;
+        return out;
       };
       for (int rep = 0; rep < o.repeats; ++rep) {
         double base_s = 0.0, base_d = 0.0;
-        const BatchGenerationResult base = run({}, 0, base_s, base_d);
+        const std::vector<GenerationResult> base = run({}, 0, base_s, base_d);
         progress.advance(1, w.name + " batch " + std::to_string(b) + " plain");
         for (size_t ci = 0; ci < cases.size(); ++ci) {
           const Case& cs = cases[ci];
           BatchCaseResult& r = results[first + ci];
           std::vector<std::unique_ptr<Drafter>> drafters;
-          for (int i = 0; i < b; ++i) {
+          for (int i = 0; i < total_requests; ++i) {
             DrafterOptions options = cs.drafter;
             options.stop_tokens = model.codec->stop_tokens();
             drafters.push_back(make_drafter(options, cs.k));
           }
           double spec_s = 0.0, spec_d = 0.0;
-          const BatchGenerationResult spec = run(drafters, cs.k, spec_s, spec_d);
+          const std::vector<GenerationResult> spec = run(drafters, cs.k, spec_s, spec_d);
           r.base_seconds.push_back(base_s);
           r.spec_seconds.push_back(spec_s);
           r.base_decode += base_d;
           r.spec_decode += spec_d;
-          r.base_emitted += base.stats.emitted;
-          for (size_t i = 0; i < spec.requests.size(); ++i) {
-            const SpecStats& s = spec.requests[i].stats;
+          for (const GenerationResult& g : base) r.base_emitted += g.stats.emitted;
+          for (size_t i = 0; i < spec.size(); ++i) {
+            const SpecStats& s = spec[i].stats;
             r.runs += s.target_runs;
             r.emitted += s.emitted;
             r.drafted += s.drafted;
             r.accepted += s.accepted;
-            if (spec.requests[i].tokens != base.requests[i].tokens) {
+            if (spec[i].tokens != base[i].tokens) {
               ++r.mismatches;
               ++mismatches;
               progress.clear();
@@ -282,9 +301,11 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
     return median(v);
   };
   std::printf("speclab bench --batch: %s, LAB_IMPL=%s, max-new-tokens %d, %d repeats, %s clock\n"
-              "first turns only; a batch of B requests cycles through the workload's conversations\n\n",
-              model.description.c_str(), lab_impl(), o.max_new_tokens, o.repeats, o.clock.c_str());
-  std::printf("%-12s %-34s %3s %5s %6s %8s %8s %8s %7s\n", "workload", "drafter", "k", "batch",
+              "first turns only: %d requests (the workload's conversations in turn) at every batch "
+              "size B, decoded in consecutive batches of B\n\n",
+              model.description.c_str(), lab_impl(), o.max_new_tokens, o.repeats, o.clock.c_str(),
+              total_requests);
+  std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s\n", "workload", "drafter", "k", "n", "batch",
               "AL", "plain/s", "spec/s", "speedup", "decode");
   for (const BatchCaseResult& r : results) {
     const double reps = static_cast<double>(r.base_seconds.size());
@@ -292,8 +313,8 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
                             std::max(1e-9, reps * median(r.base_seconds));
     const double spec_tps = static_cast<double>(r.emitted) /
                             std::max(1e-9, reps * median(r.spec_seconds));
-    std::printf("%-12s %-34s %3d %5d %6.2f %8.1f %8.1f %7.2fx %6.2fx%s\n", r.workload.c_str(),
-                r.drafter_name.c_str(), r.k, r.batch,
+    std::printf("%-12s %-14s %3d %3s %5d %6.2f %8.1f %8.1f %7.2fx %6.2fx%s\n", r.workload.c_str(),
+                r.drafter.c_str(), r.k, r.n > 0 ? std::to_string(r.n).c_str() : "-", r.batch,
                 r.runs ? static_cast<double>(r.emitted) / static_cast<double>(r.runs) : 0.0,
                 base_tps, spec_tps, ratio_median(r),
                 r.spec_decode > 0 ? r.base_decode / r.spec_decode : 0.0,
@@ -301,7 +322,8 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
   }
   std::printf("\nAL: tokens per target run, per request. plain/s, spec/s: tokens per second over "
               "the whole batch (median run). speedup: plain time / speculative time, median over "
-              "repeats. decode: the same without the batched prefill (wall clock).\n");
+              "repeats. decode: the same without the batched prefill. Both on the %s clock.\n",
+              o.clock.c_str());
   std::fflush(stdout);
   if (!o.csv.empty()) {
     std::filesystem::path path(o.csv);
@@ -564,8 +586,9 @@ void add_bench(CLI::App& app) {
       ->check(CLI::IsMember({"wall", "cpu"}))
       ->capture_default_str();
   cmd->add_option("--batch", o->batches,
-                  "Batched mode: batch sizes to run, comma-separated. Each run decodes the first "
-                  "turns of B conversations (cycled to fill the batch) in lock-step with "
+                  "Batched mode: batch sizes to run, comma-separated. At every size B the same R "
+                  "requests (R = the largest B: the first turns of the workload's conversations, "
+                  "in turn) are decoded in consecutive batches of B, in lock-step with "
                   "run_speculative_batch, plain against each case; --csv gets one row per case "
                   "and batch size (no --json)")
       ->delimiter(',')

@@ -95,7 +95,7 @@ struct DrafterOptions {
   std::string auto_inner = "prompt-lookup";  // auto: the drafter the policy steers
   // Set by the subcommand from the model's codec, not by a flag: the tokens that end a reply.
   // mine (lab 07) never drafts past one of them; empty: none (the toy target).
-  std::vector<Token> stop_tokens;
+  std::vector<Token> stop_tokens = {};
 };
 
 // What the CLI knows about one --drafter value.
