@@ -44,8 +44,9 @@ class DraftLengthController {
   // Throws std::invalid_argument unless 1 <= k_min <= k_max <= 64.
   DraftLengthController(int k_min, int k_max) : k_min_(k_min), k_max_(k_max), k_(k_max) {
     if (k_min < 1 || k_min > k_max || k_max > 64) {
-      throw std::invalid_argument("DraftLengthController: need 1 <= k_min <= k_max <= 64, got k_min=" +
-                                  std::to_string(k_min) + " k_max=" + std::to_string(k_max));
+      throw std::invalid_argument(
+          "DraftLengthController: need 1 <= k_min <= k_max <= 64, got k_min=" +
+          std::to_string(k_min) + " k_max=" + std::to_string(k_max));
     }
   }
   int next_k() const { return k_; }
@@ -75,7 +76,8 @@ class ChatDrafter final : public Drafter {
  public:
   // Throws std::invalid_argument for a null inner drafter or bad k bounds.
   ChatDrafter(std::unique_ptr<Drafter> inner, ChatDrafterConfig config)
-      : inner_(std::move(inner)), config_(std::move(config)),
+      : inner_(std::move(inner)),
+        config_(std::move(config)),
         controller_(config_.k_min, config_.k_max) {
     if (!inner_) throw std::invalid_argument("ChatDrafter: no inner drafter given");
   }

@@ -2,11 +2,11 @@
 // Run the tests:   LAB_IMPL=starter ctest --test-dir build -L lab07 --output-on-failure
 // With LAB_IMPL=starter, make_my_drafter() runs on YOUR lab 01-05 starters: finish those first.
 // Include the headers of the labs you build on, e.g.:
-#include "ngram_pool.h"       // lab 04: NGramPoolDrafter
-#include "ngram_storage.h"    // lab 02: NGramDrafter
-#include "prompt_lookup.h"    // lab 01: PromptLookupDrafter
+#include "ngram_pool.h"     // lab 04: NGramPoolDrafter
+#include "ngram_storage.h"  // lab 02: NGramDrafter
+#include "prompt_lookup.h"  // lab 01: PromptLookupDrafter
 #include "real_model.h"
-#include "suffix_automaton.h" // lab 05: SuffixAutomatonDrafter, SuffixEnhancerDrafter
+#include "suffix_automaton.h"  // lab 05: SuffixAutomatonDrafter, SuffixEnhancerDrafter
 
 namespace speclab {
 
@@ -40,7 +40,8 @@ std::vector<Token> ChatDrafter::propose(std::span<const Token> context, int k) {
   // TODO(lab07): ask the inner drafter (for the whole context, capped by the controller when
   // adaptive_k) and cut its proposal at the end of the turn.
   (void)context, (void)k;
-  todo("lab07", "ChatDrafter::propose", "book/lab07_real_model.md, section 'Index the whole prompt'");
+  todo("lab07", "ChatDrafter::propose",
+       "book/lab07_real_model.md, section 'Index the whole prompt'");
 }
 
 void ChatDrafter::observe(std::span<const Token> context, const RoundRecord& round) {

@@ -23,9 +23,10 @@ std::vector<Token> stop_at_end_of_turn(std::span<const Token> drafts,
 // --8<-- [start:DraftLengthController]
 void DraftLengthController::observe(int drafted, int accepted) {
   if (drafted < 0 || accepted < 0 || accepted > drafted) {
-    throw std::invalid_argument("DraftLengthController::observe: need 0 <= accepted <= drafted, got "
-                                "drafted=" + std::to_string(drafted) +
-                                " accepted=" + std::to_string(accepted));
+    throw std::invalid_argument(
+        "DraftLengthController::observe: need 0 <= accepted <= drafted, got "
+        "drafted=" +
+        std::to_string(drafted) + " accepted=" + std::to_string(accepted));
   }
   if (drafted == 0) return;  // nothing was tried: nothing learned
   if (accepted == drafted) {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <memory>
 #include <numeric>
-#include <string>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "real_model.h"
@@ -18,17 +18,19 @@ using Tokens = std::vector<Token>;
 
 // An inner drafter that records what it was given and proposes `script` (at most k of it).
 struct Calls {
-  Tokens begun;                    // the prompt begin() received
+  Tokens begun;                      // the prompt begin() received
   std::vector<Tokens> proposed_for;  // the context of each propose()
-  std::vector<int> asked_k;        // the k of each propose()
-  std::vector<Tokens> observed;    // the context of each observe()
+  std::vector<int> asked_k;          // the k of each propose()
+  std::vector<Tokens> observed;      // the context of each observe()
 };
 class ScriptedDrafter final : public Drafter {
  public:
   ScriptedDrafter(std::shared_ptr<Calls> calls, Tokens script)
       : calls_(std::move(calls)), script_(std::move(script)) {}
   std::string name() const override { return "scripted"; }
-  void begin(std::span<const Token> prompt) override { calls_->begun.assign(prompt.begin(), prompt.end()); }
+  void begin(std::span<const Token> prompt) override {
+    calls_->begun.assign(prompt.begin(), prompt.end());
+  }
   std::vector<Token> propose(std::span<const Token> context, int k) override {
     calls_->proposed_for.emplace_back(context.begin(), context.end());
     calls_->asked_k.push_back(k);
@@ -204,7 +206,8 @@ TEST_SUITE("Index the whole prompt") {
 TEST_SUITE("How far to draft") {
   TEST_CASE("never more drafts than the loop asked for") {
     auto calls = std::make_shared<Calls>();
-    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)), config(true, 1, 8));
+    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)),
+                  config(true, 1, 8));
     d.begin(Tokens{1, 9});
     CHECK(d.propose(Tokens{1, 9}, 3).size() == 3u);
     REQUIRE(calls->asked_k.size() == 1);
@@ -212,7 +215,8 @@ TEST_SUITE("How far to draft") {
   }
   TEST_CASE("with adaptive k a rejected round shortens the next proposal") {
     auto calls = std::make_shared<Calls>();
-    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)), config(true, 1, 6));
+    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)),
+                  config(true, 1, 6));
     Tokens context = {1, 9};
     d.begin(context);
     const Tokens first = d.propose(context, 6);
@@ -225,7 +229,8 @@ TEST_SUITE("How far to draft") {
   }
   TEST_CASE("without adaptive k the loop's k is used as is") {
     auto calls = std::make_shared<Calls>();
-    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)), config(false, 1, 6));
+    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)),
+                  config(false, 1, 6));
     Tokens context = {1, 9};
     d.begin(context);
     const Tokens first = d.propose(context, 6);
@@ -236,7 +241,8 @@ TEST_SUITE("How far to draft") {
   }
   TEST_CASE("each reply starts again from k_max") {
     auto calls = std::make_shared<Calls>();
-    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)), config(true, 1, 5));
+    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)),
+                  config(true, 1, 5));
     Tokens context = {1, 9};
     d.begin(context);
     const Tokens first = d.propose(context, 5);

@@ -10,11 +10,10 @@
 
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "mini_engine/model/chat_template.h"
 #include "mini_engine/model/gguf.h"
@@ -43,8 +42,9 @@ RealModel& real_model() {
   if (!m.target) {
     const auto path = testing::find_smollm2();
     if (!path) {
-      testing::skip("the SmolLM2 model file is not in the cache: run tools/fetch_model (or set "
-                    "SPECLAB_MODEL)");
+      testing::skip(
+          "the SmolLM2 model file is not in the cache: run tools/fetch_model (or set "
+          "SPECLAB_MODEL)");
     }
     // One thread: ctest runs two test processes at once on a 2-core machine.
     CpuLlamaOptions o;
@@ -67,8 +67,8 @@ void append_text(const RealModel& m, Tokens& out, const std::string& text) {
 Tokens chat_prompt(const RealModel& m, std::string system, const std::string& user) {
   if (system.empty()) system = std::string(kSmolLM2DefaultSystemPrompt);
   Tokens out;
-  for (const auto& [role, content] : {std::pair{std::string("system"), system},
-                                      std::pair{std::string("user"), user}}) {
+  for (const auto& [role, content] :
+       {std::pair{std::string("system"), system}, std::pair{std::string("user"), user}}) {
     out.push_back(m.im_start);
     append_text(m, out, role + "\n" + content);
     out.push_back(m.im_end);
@@ -128,7 +128,8 @@ void check_identity(const std::string& name, std::size_t prompts, int max_new_to
     const GenerationResult spec = speculate(m, prompt, max_new_tokens, 5);
     m.target->truncate(0);
     const GenerationResult plain = run_baseline(*m.target, prompt, greedy(max_new_tokens, 5));
-    INFO(name, "/", item.id, ": your drafter's output must equal plain greedy decoding token for "
+    INFO(name, "/", item.id,
+         ": your drafter's output must equal plain greedy decoding token for "
          "token (book/lab07_real_model.md, section 'Lossless on a real model')");
     CHECK(spec.tokens == plain.tokens);
     CHECK(spec.stopped == plain.stopped);
@@ -170,7 +171,8 @@ TEST_SUITE("Choosing your drafter") {
     MESSAGE("acceptance length on code_edit: ", al, " (the reference reaches ", kSolutionAL, ")");
     INFO("acceptance length (tokens per target run) ", al, " is below the floor ", kFloorAL,
          ": your drafter misses most of what a code edit copies from the prompt "
-         "(book/lab07_real_model.md, sections 'Index the whole prompt' and 'Choosing your drafter')");
+         "(book/lab07_real_model.md, sections 'Index the whole prompt' and 'Choosing your "
+         "drafter')");
     CHECK(al >= kFloorAL);
   }
 }

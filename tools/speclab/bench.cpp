@@ -305,8 +305,8 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
               "size B, decoded in consecutive batches of B\n\n",
               model.description.c_str(), lab_impl(), o.max_new_tokens, o.repeats, o.clock.c_str(),
               total_requests);
-  std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s\n", "workload", "drafter", "k", "n", "batch",
-              "AL", "plain/s", "spec/s", "speedup", "decode");
+  std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s\n", "workload", "drafter", "k", "n",
+              "batch", "AL", "plain/s", "spec/s", "speedup", "decode");
   for (const BatchCaseResult& r : results) {
     const double reps = static_cast<double>(r.base_seconds.size());
     const double base_tps = static_cast<double>(r.base_emitted) /

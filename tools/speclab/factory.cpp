@@ -191,7 +191,9 @@ Model load_model(const TargetOptions& o) {
 }
 
 std::unique_ptr<BatchTarget> load_batch_model(const TargetOptions& o) {
-  if (o.model == "toy") throw UsageError("--batch needs a real model (--model smollm2 or a GGUF path)");
+  if (o.model == "toy") {
+    throw UsageError("--batch needs a real model (--model smollm2 or a GGUF path)");
+  }
   if (o.device != "cpu") throw UsageError("--batch runs on --device cpu only (CpuLlamaBatch)");
   const std::string path = resolve_model_path(o.model);
   try {
