@@ -266,7 +266,8 @@ function(speclab_finish_labs)
     FIXTURES_SETUP speclab_aux_built RESOURCE_LOCK speclab_build_tree TIMEOUT 1200 LABELS build)
 endfunction()
 
-# ctest reads CTestCustom.cmake from the build tree: print the mutant report after each run.
+# ctest reads CTestCustom.cmake from the build tree: print the mutant report and the reasons for
+# skipped cases after each run (ctest itself shows a skip's reason only with -V).
 file(WRITE ${PROJECT_BINARY_DIR}/CTestCustom.cmake
-  "set(CTEST_CUSTOM_PRE_TEST \"${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/testrun.py mutant-report --build-dir ${PROJECT_BINARY_DIR} --clear\")\n"
-  "set(CTEST_CUSTOM_POST_TEST \"${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/testrun.py mutant-report --build-dir ${PROJECT_BINARY_DIR}\")\n")
+  "set(CTEST_CUSTOM_PRE_TEST \"${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/testrun.py mutant-report --build-dir ${PROJECT_BINARY_DIR} --clear\" \"${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/testrun.py skip-report --build-dir ${PROJECT_BINARY_DIR} --clear\")\n"
+  "set(CTEST_CUSTOM_POST_TEST \"${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/testrun.py mutant-report --build-dir ${PROJECT_BINARY_DIR}\" \"${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/testrun.py skip-report --build-dir ${PROJECT_BINARY_DIR}\")\n")

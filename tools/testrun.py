@@ -10,9 +10,12 @@ crashes, loops forever or allocates without bound fails alone, with a message th
   testrun.py mutant --build-dir B --lab labNN --mutant NAME
   testrun.py starter-check --build-dir B --lab labNN
   testrun.py mutant-report --build-dir B [--clear]
+  testrun.py skip-report --build-dir B
 
-ctest runs `mutant-report --clear` before and `mutant-report` after every run (CTestCustom.cmake),
-so `ctest -L mutants` ends with the list of test cases that killed each mutant.
+ctest runs `mutant-report --clear` and `skip-report --clear` before every run, and
+`mutant-report` and `skip-report` after it (CTestCustom.cmake), so `ctest -L mutants` ends with the list of test cases that killed each
+mutant, and any run with skipped tests ends with the reason each was skipped (ctest itself shows
+it only with -V).
 
 LAB_IMPL (read when the tests run) picks the implementation a lab's cases test:
   solution (the default) or starter.
@@ -157,12 +160,18 @@ def read_cases(build_dir, lab):
 
 
 def cmd_case(a):
-    return finish(*run_case(a.exe, a.case, a.timeout, a.mem_mb))
+    status, output = run_case(a.exe, a.case, a.timeout, a.mem_mb)
+    if status == "skipped":
+        record_skip(build_dir_of(a.exe), a.case, output)
+    return finish(status, output)
 
 
 def cmd_lab_case(a):
     impl = lab_impl()
-    return finish(*run_case(lab_exe(a.build_dir, a.lab, impl), a.case, a.timeout, a.mem_mb))
+    status, output = run_case(lab_exe(a.build_dir, a.lab, impl), a.case, a.timeout, a.mem_mb)
+    if status == "skipped":
+        record_skip(a.build_dir, f"{a.lab}: {a.case}", output)
+    return finish(status, output)
 
 
 def cmd_lab_build(a):
@@ -194,6 +203,65 @@ def cmd_mutant_report(a):
         for n in names:
             with open(os.path.join(d, n), encoding="utf-8") as f:
                 sys.stdout.write(f.read())
+    return 0
+
+
+def build_dir_of(path):
+    """The CMake build tree holding `path` (the nearest folder above it with a CMakeCache.txt),
+    or None."""
+    d = os.path.dirname(os.path.abspath(path))
+    while True:
+        if os.path.exists(os.path.join(d, "CMakeCache.txt")):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def skip_dir(build_dir):
+    return os.path.join(build_dir, "labtests", "skip-reports")
+
+
+def skip_reason(output):
+    """The reason a skipped case printed ('SKIPPED: reason', tests/support/test_util.h)."""
+    m = re.search(r"^SKIPPED: (.*)$", output, flags=re.M)
+    return m.group(1).strip() if m else "(the case printed no reason)"
+
+
+def record_skip(build_dir, case, output):
+    """Notes a skipped case for skip-report: ctest shows why a test skipped only with -V."""
+    if not build_dir:
+        return
+    os.makedirs(skip_dir(build_dir), exist_ok=True)
+    fd, _ = tempfile.mkstemp(suffix=".txt", dir=skip_dir(build_dir))
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(f"{skip_reason(output)}\n{case}\n")
+
+
+def cmd_skip_report(a):
+    d = skip_dir(a.build_dir)
+    if not os.path.isdir(d):
+        return 0
+    names = sorted(os.listdir(d))
+    if a.clear:
+        for n in names:
+            os.remove(os.path.join(d, n))
+        return 0
+    by_reason = {}
+    for n in names:
+        with open(os.path.join(d, n), encoding="utf-8") as f:
+            reason, case = (f.read().split("\n") + [""])[:2]
+        by_reason.setdefault(reason, []).append(case)
+    if not by_reason:
+        return 0
+    print(f"\nSkipped test cases ({len(names)}), and why:")
+    for reason, cases in sorted(by_reason.items()):
+        print(f"  {reason}")
+        for case in sorted(cases)[:5]:
+            print(f"      {case}")
+        if len(cases) > 5:
+            print(f"      ... and {len(cases) - 5} more")
     return 0
 
 
@@ -280,10 +348,11 @@ def main():
     sp = sub.add_parser("starter-check")
     common(sp)
     sp.set_defaults(fn=cmd_starter_check)
-    sp = sub.add_parser("mutant-report")
-    sp.add_argument("--build-dir", required=True)
-    sp.add_argument("--clear", action="store_true")
-    sp.set_defaults(fn=cmd_mutant_report)
+    for name, fn in (("mutant-report", cmd_mutant_report), ("skip-report", cmd_skip_report)):
+        sp = sub.add_parser(name)
+        sp.add_argument("--build-dir", required=True)
+        sp.add_argument("--clear", action="store_true")
+        sp.set_defaults(fn=fn)
     a = p.parse_args()
     if a.cmd in ("mutant", "starter-check"):
         a.timeout = min(a.timeout, 10.0)

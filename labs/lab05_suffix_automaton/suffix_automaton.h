@@ -2,8 +2,9 @@
 // Lab 05 -- the suffix-automaton drafter: the longest match instead of a fixed n.
 // The chapter: book/lab05_suffix_automaton.md
 //
-// You implement the functions marked "(lab 05)" below, in starter.cpp. The transition table,
-// the inspection helpers and the two drafters at the end of this file are glue.
+// You implement the functions marked "(lab 05)" below, in starter.cpp. The state storage (and
+// its helpers new_state, copy_state, next and set_next, which extend uses), the inspection
+// helpers and the two drafters at the end of this file are glue.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -19,70 +20,51 @@
 
 namespace speclab {
 
-// One state's outgoing transitions, token -> state index. Copyable (a clone copies its original's
-// table). Most states have one or two transitions: those sit inside the object itself, so
-// following one costs no extra memory access. Up to kListMax sit in a short heap list searched
-// in order. A state with more (the root sees every distinct token) switches to an
+// The transitions of one state beyond the two it keeps inline (see SuffixAutomaton::State),
+// token -> state index. Copyable (a clone copies its original's). Up to kListMax edges sit in a
+// short list searched in order; past that (the root sees every distinct token) it switches to an
 // open-addressing hash table, so find() and set() stay O(1) on average whatever the vocabulary.
 class TransitionMap {
  public:
   // The target state for `t` (t >= 0), or -1 when there is no transition on `t`.
   int find(Token t) const {
-    if (size_ <= kInline) {
-      for (std::uint32_t i = 0; i < size_; ++i) {
-        if (inline_[i].token == t) return inline_[i].state;
-      }
-      return -1;
-    }
     if (!hashed_) {
-      for (const Edge& e : heap_) {
+      for (const Edge& e : edges_) {
         if (e.token == t) return e.state;
       }
       return -1;
     }
-    const std::size_t mask = heap_.size() - 1;
+    const std::size_t mask = edges_.size() - 1;
     for (std::size_t i = slot(t, mask);; i = (i + 1) & mask) {
-      if (heap_[i].token == t) return heap_[i].state;
-      if (heap_[i].token == kEmpty) return -1;
+      if (edges_[i].token == t) return edges_[i].state;
+      if (edges_[i].token == kEmpty) return -1;
     }
   }
   // Adds the transition on `t` (t >= 0), or redirects it when it exists.
   void set(Token t, int state) {
-    if (size_ <= kInline) {
-      for (std::uint32_t i = 0; i < size_; ++i) {
-        if (inline_[i].token == t) {
-          inline_[i].state = state;
-          return;
-        }
-      }
-      if (size_ < kInline) {
-        inline_[size_++] = {t, state};
-        return;
-      }
-      heap_.assign(inline_, inline_ + kInline);  // the inline edges move to the heap list
-    } else if (!hashed_) {
-      for (Edge& e : heap_) {
+    if (!hashed_) {
+      for (Edge& e : edges_) {
         if (e.token == t) {
           e.state = state;
           return;
         }
       }
-    }
-    if (!hashed_ && heap_.size() < kListMax) {
-      heap_.push_back({t, state});
-      ++size_;
-      return;
-    }
-    if (!hashed_) rehash(4 * kListMax);
-    if (2 * (static_cast<std::size_t>(size_) + 1) > heap_.size()) rehash(2 * heap_.size());
-    const std::size_t mask = heap_.size() - 1;
-    for (std::size_t i = slot(t, mask);; i = (i + 1) & mask) {
-      if (heap_[i].token == t) {
-        heap_[i].state = state;
+      if (edges_.size() < kListMax) {
+        edges_.push_back({t, state});
+        ++size_;
         return;
       }
-      if (heap_[i].token == kEmpty) {
-        heap_[i] = {t, state};
+      rehash(4 * kListMax);
+    }
+    if (2 * (static_cast<std::size_t>(size_) + 1) > edges_.size()) rehash(2 * edges_.size());
+    const std::size_t mask = edges_.size() - 1;
+    for (std::size_t i = slot(t, mask);; i = (i + 1) & mask) {
+      if (edges_[i].token == t) {
+        edges_[i].state = state;
+        return;
+      }
+      if (edges_[i].token == kEmpty) {
+        edges_[i] = {t, state};
         ++size_;
         return;
       }
@@ -90,51 +72,35 @@ class TransitionMap {
   }
   std::size_t size() const { return size_; }
   // Bytes this map holds on the heap (beyond the object itself).
-  std::size_t heap_bytes() const { return heap_.capacity() * sizeof(Edge); }
-  // (token, state) pairs in increasing token order (for inspection; O(size log size)).
-  std::vector<std::pair<Token, int>> edges() const {
-    std::vector<std::pair<Token, int>> out;
-    if (size_ <= kInline) {
-      for (std::uint32_t i = 0; i < size_; ++i)
-        out.emplace_back(inline_[i].token, inline_[i].state);
-    } else {
-      for (const Edge& e : heap_) {
-        if (e.token != kEmpty) out.emplace_back(e.token, e.state);
-      }
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
+  std::size_t heap_bytes() const { return edges_.capacity() * sizeof(Edge); }
 
  private:
   struct Edge {
     Token token;
     int state;
   };
-  static constexpr Token kEmpty = -1;          // marks a free hash slot (token ids are >= 0)
-  static constexpr std::uint32_t kInline = 2;  // edges stored inside the object
-  static constexpr std::size_t kListMax = 8;   // more than this: hash table
+  static constexpr Token kEmpty = -1;         // marks a free hash slot (token ids are >= 0)
+  static constexpr std::size_t kListMax = 8;  // more than this: hash table
   static std::size_t slot(Token t, std::size_t mask) {
     const std::uint64_t h =
         static_cast<std::uint64_t>(static_cast<std::uint32_t>(t)) * 0x9e3779b97f4a7c15ULL;
     return static_cast<std::size_t>(h ^ (h >> 32)) & mask;
   }
   void rehash(std::size_t buckets) {  // buckets: a power of two
-    std::vector<Edge> old = std::move(heap_);
-    heap_.assign(buckets, Edge{kEmpty, -1});
+    std::vector<Edge> old = std::move(edges_);
+    edges_.assign(buckets, Edge{kEmpty, -1});
     hashed_ = true;
     const std::size_t mask = buckets - 1;
     for (const Edge& e : old) {
       if (e.token == kEmpty) continue;
       std::size_t i = slot(e.token, mask);
-      while (heap_[i].token != kEmpty) i = (i + 1) & mask;
-      heap_[i] = e;
+      while (edges_[i].token != kEmpty) i = (i + 1) & mask;
+      edges_[i] = e;
     }
   }
-  Edge inline_[kInline] = {};  // the edges while size_ <= kInline
   std::uint32_t size_ = 0;
   bool hashed_ = false;
-  std::vector<Edge> heap_;  // list mode: exactly size_ edges; hash mode: a power-of-two table
+  std::vector<Edge> edges_;  // list mode: exactly size_ edges; hash mode: a power-of-two table
 };
 
 // The longest suffix of the stream that also occurred earlier, and where.
@@ -157,7 +123,7 @@ class SuffixAutomaton {
 
   // (lab 05) Appends `t` to the stream and updates the automaton: amortized O(1) states and
   // transitions touched per token. Any token id >= 0 is fine; throws std::invalid_argument on a
-  // negative id.
+  // negative id (and std::length_error from new_state past 2^30 - 1 tokens).
   void extend(Token t);
 
   // (lab 05) The longest suffix of the stream that also occurred earlier (ending before the last
@@ -173,46 +139,124 @@ class SuffixAutomaton {
 
   // ---- glue: the state, and inspection for tests ----
 
-  // Forgets the stream.
+  // Forgets the stream (keeps the memory already reserved).
   void clear() {
     states_.assign(1, State{});
-    last_ = 0;
+    overflow_.clear();
     tokens_.clear();
+    last_ = 0;
+  }
+  // Reserves room for a stream of `n` tokens (at most 2n states), so that extend does not
+  // reallocate on the way there. Optional: extend grows the storage by itself.
+  void reserve(std::size_t n) {
+    tokens_.reserve(n);
+    states_.reserve(2 * n + 1);
   }
   std::span<const Token> tokens() const { return tokens_; }
   std::size_t size() const { return tokens_.size(); }
   int num_states() const { return static_cast<int>(states_.size()); }
   std::size_t num_transitions() const {
     std::size_t n = 0;
-    for (const State& s : states_) n += s.next.size();
+    for (const State& s : states_) {
+      for (const Edge& e : s.edges) n += e.token >= 0 ? 1 : 0;
+    }
+    for (const TransitionMap& m : overflow_) n += m.size();
     return n;
   }
-  // Approximate bytes held: the states, their heap transition tables and the tokens.
+  // Approximate bytes held: the states, the overflow tables and the tokens.
   std::size_t memory_bytes() const {
-    std::size_t n = states_.capacity() * sizeof(State) + tokens_.capacity() * sizeof(Token);
-    for (const State& s : states_) n += s.next.heap_bytes();
+    std::size_t n = states_.capacity() * sizeof(State) + tokens_.capacity() * sizeof(Token) +
+                    overflow_.capacity() * sizeof(TransitionMap);
+    for (const TransitionMap& m : overflow_) n += m.heap_bytes();
     return n;
   }
   // True when `pattern` occurs in the stream (walks the transitions from the root).
   bool contains(std::span<const Token> pattern) const {
     int s = 0;
     for (Token t : pattern) {
-      s = states_[static_cast<std::size_t>(s)].next.find(t);
+      s = next(s, t);
       if (s < 0) return false;
     }
     return true;
   }
 
  private:
-  struct State {
-    int len = 0;                  // the longest substring this state stands for
-    int link = -1;                // suffix link: a state with a shorter len; -1 for the root only
-    std::int64_t first_end = -1;  // where the first occurrence of this state's substrings ends
-    TransitionMap next;
+  // The layout is chosen for the cache: a token touches a few states, and past the L2 cache every
+  // state it touches costs a trip to memory, so a state is small and holds its first transitions
+  // itself. Indices and positions are 32-bit, so a stream holds at most 2^30 - 1 tokens (and at
+  // most 2^31 - 2 states).
+  struct Edge {
+    Token token = -1;          // -1: an unused slot
+    std::int32_t target = -1;  // the state reached on `token`
   };
-  std::vector<State> states_;  // states_[0] is the root
-  int last_ = 0;               // the state of the whole stream
-  std::vector<Token> tokens_;
+  struct State {                  // 32 bytes: two states to a 64-byte cache line
+    std::int32_t len = 0;         // the longest substring this state stands for
+    std::int32_t link = -1;       // suffix link: a state with a shorter len; -1 for the root only
+    std::int32_t first_end = -1;  // where the first occurrence of this state's substrings ends
+    std::int32_t overflow = -1;   // index in overflow_ of its transitions past the first two;
+                                  // -1 while it has at most two
+    Edge edges[2];                // its first two transitions (most states have one or two)
+  };
+  static_assert(sizeof(State) == 32);
+
+  // ---- glue for extend: states and transitions by index ----
+  // (Indices, not references: states_.push_back may move every state.)
+
+  // Appends a state with no transitions; returns its index. Throws std::length_error (and
+  // changes nothing) when first_end reaches the stream limit.
+  int new_state(int len, int link, std::int64_t first_end) {
+    if (first_end >= kMaxTokens) {
+      throw std::length_error("SuffixAutomaton: the stream is limited to 2^30 - 1 tokens");
+    }
+    states_.push_back({len, link, static_cast<std::int32_t>(first_end), -1, {}});
+    return static_cast<int>(states_.size()) - 1;
+  }
+  // Appends a copy of state `q`: the same len, link, first_end and transitions (a clone starts
+  // with these; the caller then lowers its len). Returns its index.
+  int copy_state(int q) {
+    State copy = states_[static_cast<std::size_t>(q)];
+    if (copy.overflow >= 0) {
+      TransitionMap more = overflow_[static_cast<std::size_t>(copy.overflow)];
+      overflow_.push_back(std::move(more));
+      copy.overflow = static_cast<std::int32_t>(overflow_.size()) - 1;
+    }
+    states_.push_back(copy);
+    return static_cast<int>(states_.size()) - 1;
+  }
+  // The state reached from state `s` on `t`, or -1 when `s` has no transition on `t`.
+  int next(int s, Token t) const {
+    const State& st = states_[static_cast<std::size_t>(s)];
+    if (st.edges[0].token == t) return st.edges[0].target;
+    if (st.edges[1].token == t) return st.edges[1].target;
+    return st.overflow < 0 ? -1 : overflow_[static_cast<std::size_t>(st.overflow)].find(t);
+  }
+  // Adds the transition s --t--> target, or redirects it when s already has one on `t`.
+  void set_next(int s, Token t, int target) {
+    State& st = states_[static_cast<std::size_t>(s)];
+    for (Edge& e : st.edges) {
+      if (e.token == t) {
+        e.target = target;
+        return;
+      }
+    }
+    for (Edge& e : st.edges) {  // slots fill in order and are never freed
+      if (e.token < 0) {
+        e = {t, target};
+        return;
+      }
+    }
+    if (st.overflow < 0) {
+      st.overflow = static_cast<std::int32_t>(overflow_.size());
+      overflow_.emplace_back();
+    }
+    overflow_[static_cast<std::size_t>(st.overflow)].set(t, target);
+  }
+
+  static constexpr std::int64_t kMaxTokens = (std::int64_t{1} << 30) - 1;
+  std::vector<State> states_;            // states_[0] is the root
+  std::vector<TransitionMap> overflow_;  // transitions past a state's first two
+  std::vector<Token> tokens_;            // the stream; propose copies from it
+  int last_ = 0;                         // the state of the whole stream
 };
 
 // (lab 05) The enhancer rule. When `sa`'s longest match is at least `threshold` tokens long, the

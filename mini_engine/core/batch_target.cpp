@@ -45,4 +45,10 @@ Logits SequenceView::extend(std::span<const Token> tokens) {
   return std::move(out.front());
 }
 
+void SequenceView::append(std::span<const Token> tokens) {
+  if (tokens.empty()) throw std::invalid_argument(name() + "::append: no tokens to append");
+  const BatchItem item{seq_, tokens};
+  target_.append_batch(std::span<const BatchItem>(&item, 1));
+}
+
 }  // namespace speclab

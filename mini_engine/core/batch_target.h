@@ -54,6 +54,12 @@ class BatchTarget {
   // ContextOverflow (a sequence would pass max_length()); in every case no sequence changes.
   virtual std::vector<Logits> extend_batch(std::span<const BatchItem> items) = 0;
 
+  // extend_batch() without the logits: a batched prefill whose scores nobody reads. Same
+  // requirements and errors, and the same sequences afterwards. The default calls extend_batch()
+  // and drops the result; a real model overrides it to skip the output projection (and the
+  // tokens x vocab result, a gigabyte for 32 prompts of 170 tokens with SmolLM2's vocabulary).
+  virtual void append_batch(std::span<const BatchItem> items) { extend_batch(items); }
+
   // Rolls sequence `seq` back to its first `new_len` tokens.
   // Throws std::out_of_range for an unknown id or new_len outside [0, length(seq)].
   virtual void truncate(int seq, int new_len) = 0;
@@ -77,6 +83,7 @@ class SequenceView final : public Target {
   int max_length() const override { return target_.max_length(); }
   std::span<const Token> tokens() const override { return target_.tokens(seq_); }
   Logits extend(std::span<const Token> tokens) override;
+  void append(std::span<const Token> tokens) override;  // append_batch() with one item
   void truncate(int new_len) override { target_.truncate(seq_, new_len); }
   int seq() const { return seq_; }
 

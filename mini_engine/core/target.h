@@ -32,6 +32,12 @@ class Target {
   // the sequence is left unchanged.
   virtual Logits extend(std::span<const Token> tokens) = 0;
 
+  // Appends `tokens` like extend() but computes no logits: a prefill whose scores nobody reads.
+  // Same requirements and errors as extend(), and the same sequence afterwards. The default
+  // calls extend() and drops the rows; a real model overrides it to skip the output projection
+  // (a fifth of SmolLM2's work per token) and the rows x vocab result.
+  virtual void append(std::span<const Token> tokens) { extend(tokens); }
+
   // Rolls the sequence back to its first `new_len` tokens, so rejected drafts leave no trace.
   // Requires 0 <= new_len <= length(); throws std::out_of_range otherwise.
   virtual void truncate(int new_len) = 0;

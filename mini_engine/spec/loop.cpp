@@ -31,9 +31,8 @@ void check_common(const Target& target, std::span<const Token> prompt, const Dec
     }
   }
   if (prompt.size() > static_cast<size_t>(target.max_length())) {
-    throw ContextOverflow("the prompt has " + std::to_string(prompt.size()) +
-                          " tokens but " + target.name() + " holds at most " +
-                          std::to_string(target.max_length()));
+    throw ContextOverflow("the prompt has " + std::to_string(prompt.size()) + " tokens but " +
+                          target.name() + " holds at most " + std::to_string(target.max_length()));
   }
 }
 
@@ -45,7 +44,7 @@ void prefill(Target& target, std::span<const Token> prompt) {
   size_t common = 0;
   while (common < want.size() && common < have.size() && want[common] == have[common]) ++common;
   target.truncate(static_cast<int>(common));
-  if (common < want.size()) target.extend(want.subspan(common));
+  if (common < want.size()) target.append(want.subspan(common));  // no one reads its logits
 }
 
 bool is_stop(const DecodeConfig& c, Token t) {
@@ -149,15 +148,14 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
     fed.push_back(context.back());
     fed.insert(fed.end(), round.drafts.begin(), round.drafts.end());
     const Logits logits = target.extend(fed);
-    const VerifyResult vr = verify(VerifyInput{round.drafts, logits, round.position,
-                                               config.sampling});
+    const VerifyResult vr =
+        verify(VerifyInput{round.drafts, logits, round.position, config.sampling});
     round.verify_seconds = seconds_since(t0);
 
     const int n_drafts = static_cast<int>(round.drafts.size());
     if (vr.accepted < 0 || vr.accepted > n_drafts ||
         vr.emitted.size() != static_cast<size_t>(vr.accepted) + 1 ||
-        !std::equal(round.drafts.begin(), round.drafts.begin() + vr.accepted,
-                    vr.emitted.begin())) {
+        !std::equal(round.drafts.begin(), round.drafts.begin() + vr.accepted, vr.emitted.begin())) {
       throw std::logic_error(
           "verify rule broke its contract: with " + std::to_string(n_drafts) +
           " drafts it returned accepted=" + std::to_string(vr.accepted) + " and " +
@@ -180,8 +178,8 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
     if (result.stopped) {
       round.accepted = std::min(round.accepted, static_cast<int>(round.emitted.size()));
       // The target may hold tokens past the stop; keep it consistent with the emitted text.
-      target.truncate(std::min(target.length(),
-                               static_cast<int>(context.size() + round.emitted.size()) - 1));
+      target.truncate(
+          std::min(target.length(), static_cast<int>(context.size() + round.emitted.size()) - 1));
     }
     context.insert(context.end(), round.emitted.begin(), round.emitted.end());
     result.tokens.insert(result.tokens.end(), round.emitted.begin(), round.emitted.end());

@@ -140,34 +140,39 @@ void CpuLlama::reserve_kv(KvCache& kv, int n_tokens, int keep) const {
 }
 
 Logits CpuLlama::extend(std::span<const Token> tokens) {
-  if (tokens.empty()) throw std::invalid_argument("CpuLlama::extend: no tokens to append");
+  Logits out(static_cast<int>(tokens.size()), vocab_size());
+  run(tokens, out.data(), "CpuLlama::extend");
+  return out;
+}
+
+void CpuLlama::append(std::span<const Token> tokens) { run(tokens, nullptr, "CpuLlama::append"); }
+
+void CpuLlama::run(std::span<const Token> tokens, float* logits, const char* who) {
+  const std::string w(who);
+  if (tokens.empty()) throw std::invalid_argument(w + ": no tokens to append");
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] >= vocab_size()) {
-      throw std::invalid_argument("CpuLlama::extend: token id " + std::to_string(tokens[i]) +
-                                  " at index " + std::to_string(i) +
-                                  " is outside the vocabulary [0, " +
+      throw std::invalid_argument(w + ": token id " + std::to_string(tokens[i]) + " at index " +
+                                  std::to_string(i) + " is outside the vocabulary [0, " +
                                   std::to_string(vocab_size()) + ")");
     }
   }
   const long long want = static_cast<long long>(length()) + static_cast<long long>(tokens.size());
   if (want > max_length_) {
-    throw ContextOverflow("CpuLlama::extend: appending " + std::to_string(tokens.size()) +
-                          " tokens to " + std::to_string(length()) + " would hold " +
-                          std::to_string(want) + ", past the maximum context of " +
-                          std::to_string(max_length_) + " tokens (llama.context_length = " +
-                          std::to_string(w_.hp.n_ctx_train) + ", max_context option = " +
-                          std::to_string(options_.max_context) + ")");
+    throw ContextOverflow(w + ": appending " + std::to_string(tokens.size()) + " tokens to " +
+                          std::to_string(length()) + " would hold " + std::to_string(want) +
+                          ", past the maximum context of " + std::to_string(max_length_) +
+                          " tokens (llama.context_length = " + std::to_string(w_.hp.n_ctx_train) +
+                          ", max_context option = " + std::to_string(options_.max_context) + ")");
   }
   const int n = static_cast<int>(tokens.size());
   reserve_kv(kv_, static_cast<int>(want), length());
-  Logits out(n, vocab_size());
   for (int c = 0; c < n; c += kMaxChunk) {
     const int m = std::min(kMaxChunk, n - c);
     forward(tokens.data() + c, m, length() + c,
-            out.data() + static_cast<size_t>(c) * static_cast<size_t>(vocab_size()));
+            logits ? logits + static_cast<size_t>(c) * static_cast<size_t>(vocab_size()) : nullptr);
   }
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
-  return out;
 }
 
 void CpuLlama::forward(const Token* tokens, int n, int pos0, float* logits) {
@@ -352,10 +357,10 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
         }
 #pragma omp barrier
       }
-      // ---- output ----
-      norm_quantize(S.x.data(), w_.output_norm);
+      // ---- output (skipped when no one wants the logits: the same choice in every thread) ----
+      if (logits != nullptr) {
+        norm_quantize(S.x.data(), w_.output_norm);
 #pragma omp barrier
-      {
         const Range rr = my_slice(hp.n_vocab, 16);
         mm(w_.output, &packed_output_, S.qa_embd, logits, hp.n_vocab, rr.begin, rr.end);
       }

@@ -50,6 +50,8 @@ class CpuLlama final : public Target {
   // std::invalid_argument naming the first id outside [0, vocab_size()), ContextOverflow when
   // length() + tokens.size() > max_length(); the sequence is unchanged in both cases.
   Logits extend(std::span<const Token> tokens) override;
+  // extend() without the output norm and projection: the same KV cache, no logits.
+  void append(std::span<const Token> tokens) override;
   // Drops the KV-cache entries past new_len (they are overwritten by the next extend).
   void truncate(int new_len) override;
 
@@ -74,12 +76,17 @@ class CpuLlama final : public Target {
   };
   // Grows `kv` to hold n_tokens positions, keeping its first `keep` positions.
   void reserve_kv(KvCache& kv, int n_tokens, int keep) const;
-  // Runs tokens at positions [pos0, pos0 + n) and writes n logits rows to `logits`.
+  // Checks `tokens` for extend()/append() (`who` names the caller in messages), runs them in
+  // chunks of kMaxChunk, and appends them to tokens_. Writes tokens.size() logits rows to
+  // `logits`, or none when it is null.
+  void run(std::span<const Token> tokens, float* logits, const char* who);
+  // Runs tokens at positions [pos0, pos0 + n) and writes n logits rows to `logits` (none when
+  // it is null: the output norm and projection are skipped).
   void forward(const Token* tokens, int n, int pos0, float* logits);
-  // Runs n tokens, token t into rows[t].cache at rows[t].pos, and writes n logits rows. Tokens
-  // of one sequence must come in increasing position order with no gap after what its cache
-  // holds; each attends to positions 0..pos of its own cache. All weight products cover every
-  // row at once: that is what batches sequences.
+  // Runs n tokens, token t into rows[t].cache at rows[t].pos, and writes n logits rows (none
+  // when `logits` is null). Tokens of one sequence must come in increasing position order with no
+  // gap after what its cache holds; each attends to positions 0..pos of its own cache. All weight
+  // products cover every row at once: that is what batches sequences.
   void forward_rows(const Token* tokens, const RowSlot* rows, int n, float* logits);
 
   GgufFile file_;

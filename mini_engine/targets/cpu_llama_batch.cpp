@@ -61,15 +61,25 @@ void CpuLlamaBatch::truncate(int seq, int new_len) {
 }
 
 std::vector<Logits> CpuLlamaBatch::extend_batch(std::span<const BatchItem> items) {
+  return run(items, true, "extend_batch");
+}
+
+void CpuLlamaBatch::append_batch(std::span<const BatchItem> items) {
+  run(items, false, "append_batch");
+}
+
+std::vector<Logits> CpuLlamaBatch::run(std::span<const BatchItem> items, bool want_logits,
+                                       const char* who) {
+  const std::string w = std::string("CpuLlamaBatch::") + who;
   check_batch_items(*this, items);
   const int vocab = vocab_size();
   int total = 0;
   for (size_t j = 0; j < items.size(); ++j) {
-    const Sequence& s = at(items[j].seq, "extend_batch");
+    const Sequence& s = at(items[j].seq, who);
     for (size_t i = 0; i < items[j].tokens.size(); ++i) {
       const Token t = items[j].tokens[i];
       if (t < 0 || t >= vocab) {
-        throw std::invalid_argument("CpuLlamaBatch::extend_batch: item " + std::to_string(j) +
+        throw std::invalid_argument(w + ": item " + std::to_string(j) +
                                     " has token id " + std::to_string(t) + " at index " +
                                     std::to_string(i) + ", outside the vocabulary [0, " +
                                     std::to_string(vocab) + ")");
@@ -78,7 +88,7 @@ std::vector<Logits> CpuLlamaBatch::extend_batch(std::span<const BatchItem> items
     const long long want =
         static_cast<long long>(s.tokens.size()) + static_cast<long long>(items[j].tokens.size());
     if (want > max_length()) {
-      throw ContextOverflow("CpuLlamaBatch::extend_batch: item " + std::to_string(j) + " appends " +
+      throw ContextOverflow(w + ": item " + std::to_string(j) + " appends " +
                             std::to_string(items[j].tokens.size()) + " tokens to sequence " +
                             std::to_string(items[j].seq) + " (" + std::to_string(s.tokens.size()) +
                             " tokens), past the maximum of " + std::to_string(max_length()));
@@ -92,7 +102,7 @@ std::vector<Logits> CpuLlamaBatch::extend_batch(std::span<const BatchItem> items
   flat.reserve(static_cast<size_t>(total));
   rows.reserve(static_cast<size_t>(total));
   for (const BatchItem& item : items) {
-    Sequence& s = at(item.seq, "extend_batch");
+    Sequence& s = at(item.seq, who);
     const int len = static_cast<int>(s.tokens.size());
     model_->reserve_kv(s.kv, len + static_cast<int>(item.tokens.size()), len);
     for (size_t i = 0; i < item.tokens.size(); ++i) {
@@ -100,24 +110,27 @@ std::vector<Logits> CpuLlamaBatch::extend_batch(std::span<const BatchItem> items
       rows.push_back({&s.kv, len + static_cast<int>(i)});
     }
   }
-  Logits all(total, vocab);
+  Logits all(want_logits ? total : 0, vocab);
   for (int c = 0; c < total; c += kMaxChunk) {
     const int m = std::min(kMaxChunk, total - c);
-    model_->forward_rows(flat.data() + c, rows.data() + c, m,
-                         all.data() + static_cast<size_t>(c) * static_cast<size_t>(vocab));
+    model_->forward_rows(
+        flat.data() + c, rows.data() + c, m,
+        want_logits ? all.data() + static_cast<size_t>(c) * static_cast<size_t>(vocab) : nullptr);
   }
 
   std::vector<Logits> out;
-  out.reserve(items.size());
+  out.reserve(want_logits ? items.size() : 0);
   size_t offset = 0;
   for (const BatchItem& item : items) {
     const int n = static_cast<int>(item.tokens.size());
-    Logits l(n, vocab);
-    std::copy_n(all.data() + offset * static_cast<size_t>(vocab),
-                static_cast<size_t>(n) * static_cast<size_t>(vocab), l.data());
+    if (want_logits) {
+      Logits l(n, vocab);
+      std::copy_n(all.data() + offset * static_cast<size_t>(vocab),
+                  static_cast<size_t>(n) * static_cast<size_t>(vocab), l.data());
+      out.push_back(std::move(l));
+    }
     offset += static_cast<size_t>(n);
-    out.push_back(std::move(l));
-    Sequence& s = at(item.seq, "extend_batch");
+    Sequence& s = at(item.seq, who);
     s.tokens.insert(s.tokens.end(), item.tokens.begin(), item.tokens.end());
   }
   return out;

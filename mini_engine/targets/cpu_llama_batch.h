@@ -35,6 +35,8 @@ class CpuLlamaBatch final : public BatchTarget {
   // weights is shared (bit-identical with this build's kernels; the tests allow 1e-5 of float
   // rounding). The logits of all items are computed into one block, then copied out per item.
   std::vector<Logits> extend_batch(std::span<const BatchItem> items) override;
+  // extend_batch() without the output norm and projection.
+  void append_batch(std::span<const BatchItem> items) override;
   void truncate(int seq, int new_len) override;
 
   const LlamaHParams& hparams() const { return model_->hparams(); }
@@ -46,6 +48,9 @@ class CpuLlamaBatch final : public BatchTarget {
     CpuLlama::KvCache kv;
   };
   Sequence& at(int seq, const char* who) const;
+  // Checks `items` (messages name `who`), runs them in one pass, appends them to their
+  // sequences, and returns their logits, or nothing when want_logits is false.
+  std::vector<Logits> run(std::span<const BatchItem> items, bool want_logits, const char* who);
 
   std::unique_ptr<CpuLlama> model_;  // weights, RoPE table, scratch; its own sequence stays empty
   std::map<int, std::unique_ptr<Sequence>> seqs_;  // owned by pointer: caches never move

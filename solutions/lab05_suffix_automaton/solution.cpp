@@ -13,33 +13,27 @@ void SuffixAutomaton::extend(Token t) {
     throw std::invalid_argument("SuffixAutomaton::extend: negative token id " + std::to_string(t));
   }
   const auto position = static_cast<std::int64_t>(tokens_.size());
+  const int cur = new_state(states_[last_].len + 1, -1, position);
   tokens_.push_back(t);
-
-  const int cur = static_cast<int>(states_.size());
-  states_.push_back(State{});
-  states_[cur].len = states_[last_].len + 1;
-  states_[cur].first_end = position;
 
   // Every suffix of the old stream without a transition on t gets one, to the new state.
   int p = last_;
-  while (p != -1 && states_[p].next.find(t) == -1) {
-    states_[p].next.set(t, cur);
+  while (p != -1 && next(p, t) == -1) {
+    set_next(p, t, cur);
     p = states_[p].link;
   }
   if (p == -1) {
     states_[cur].link = 0;  // t never occurred before: only the empty suffix is shared
   } else {
-    const int q = states_[p].next.find(t);
+    const int q = next(p, t);
     if (states_[p].len + 1 == states_[q].len) {
       states_[cur].link = q;
     } else {
       // q also stands for longer strings that do not end here: split off the short ones.
-      const int clone = static_cast<int>(states_.size());
-      State copy = states_[q];  // same transitions, same link, same first occurrence
-      copy.len = states_[p].len + 1;
-      states_.push_back(std::move(copy));
-      while (p != -1 && states_[p].next.find(t) == q) {
-        states_[p].next.set(t, clone);
+      const int clone = copy_state(q);  // same transitions, same link, same first occurrence
+      states_[clone].len = states_[p].len + 1;
+      while (p != -1 && next(p, t) == q) {
+        set_next(p, t, clone);
         p = states_[p].link;
       }
       states_[q].link = clone;

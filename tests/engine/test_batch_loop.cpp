@@ -35,6 +35,30 @@ V prompt_for(const ToyTarget& t, int i, int len) {
   return p;
 }
 
+// A ToyBatchTarget that counts the rows asked of extend_batch and of append_batch.
+class CountingBatch final : public BatchTarget {
+ public:
+  explicit CountingBatch(const ToyTargetConfig& cfg) : inner(cfg) {}
+  std::string name() const override { return inner.name(); }
+  int vocab_size() const override { return inner.vocab_size(); }
+  int max_length() const override { return inner.max_length(); }
+  int add_sequence() override { return inner.add_sequence(); }
+  void remove_sequence(int seq) override { inner.remove_sequence(seq); }
+  std::vector<int> sequences() const override { return inner.sequences(); }
+  std::span<const Token> tokens(int seq) const override { return inner.tokens(seq); }
+  std::vector<Logits> extend_batch(std::span<const BatchItem> items) override {
+    for (const BatchItem& it : items) extended_rows += static_cast<int>(it.tokens.size());
+    return inner.extend_batch(items);
+  }
+  void append_batch(std::span<const BatchItem> items) override {
+    for (const BatchItem& it : items) appended_rows += static_cast<int>(it.tokens.size());
+    inner.append_batch(items);
+  }
+  void truncate(int seq, int new_len) override { inner.truncate(seq, new_len); }
+  ToyBatchTarget inner;
+  int extended_rows = 0, appended_rows = 0;
+};
+
 struct Spec {
   int n;  // prompt-lookup n; 0 = no drafter
   int k;
@@ -148,6 +172,19 @@ TEST_SUITE("engine / batched speculative loop") {
     dc.max_new_tokens = 60;
     const auto free_run = run_baseline(ref, prompt_for(ref, 0, 10), dc).tokens;
     check_identity(cfg, {{1, 5, 60, 10}, {2, 4, 60, 10}, {1, 3, 60, 12}}, {free_run[25]});
+  }
+
+  TEST_CASE("the prompts are prefilled with append_batch: no logits are computed for them") {
+    const ToyTargetConfig cfg = periodic_cfg(6, 0.0);
+    CountingBatch batch(cfg);
+    std::vector<BatchRequest> reqs(2);
+    for (int i = 0; i < 2; ++i) {
+      reqs[i].prompt = prompt_for(ToyTarget(cfg), i, 10);  // 10 tokens each
+      reqs[i].config.max_new_tokens = 4;
+    }
+    run_speculative_batch(batch, reqs, greedy_verify_rule(), BatchDecodeConfig{});
+    CHECK(batch.appended_rows == 18);      // all but each prompt's last token
+    CHECK(batch.extended_rows == 2 * 4);   // no drafter: one row per request per step
   }
 
   TEST_CASE("one target call per step feeds every active request's last token and drafts") {

@@ -18,9 +18,42 @@ class GreedyLiar final : public Drafter {
   std::vector<Token> propose(std::span<const Token>, int) override { return out_; }
   std::vector<Token> out_;
 };
+// A ToyTarget that counts how it is called.
+class CountingTarget final : public Target {
+ public:
+  std::string name() const override { return inner.name(); }
+  int vocab_size() const override { return inner.vocab_size(); }
+  int max_length() const override { return inner.max_length(); }
+  std::span<const Token> tokens() const override { return inner.tokens(); }
+  Logits extend(std::span<const Token> t) override {
+    extended_rows += static_cast<int>(t.size());
+    return inner.extend(t);
+  }
+  void append(std::span<const Token> t) override {
+    appended_rows += static_cast<int>(t.size());
+    inner.append(t);
+  }
+  void truncate(int n) override { inner.truncate(n); }
+  ToyTarget inner{ToyTargetConfig{}};
+  int extended_rows = 0, appended_rows = 0;
+};
 }  // namespace
 
 TEST_SUITE("engine / speculative loop") {
+  TEST_CASE("the prompt is prefilled with append: no logits are computed for it") {
+    const std::vector<Token> prompt = {1, 2, 3, 4, 5, 6, 7, 8};
+    DecodeConfig dc;
+    dc.max_new_tokens = 3;
+    CountingTarget plain;
+    run_baseline(plain, prompt, dc);
+    CHECK(plain.appended_rows == 7);  // all but the last prompt token, which the first step feeds
+    CHECK(plain.extended_rows == 3);  // one row per decode step
+    CountingTarget spec;
+    PromptLookupDrafter d(1);
+    run_speculative(spec, d, greedy_verify_rule(), prompt, dc);
+    CHECK(spec.appended_rows == 7);
+  }
+
   TEST_CASE("bad input gives a clear error: empty prompt, k out of range, bad token ids") {
     ToyTarget t(ToyTargetConfig{});
     PromptLookupDrafter d(1);
@@ -33,8 +66,7 @@ TEST_SUITE("engine / speculative loop") {
     CHECK_THROWS_WITH_AS(run_speculative(t, d, greedy_verify_rule(), prompt, dc),
                          doctest::Contains("k (drafts per round)"), std::invalid_argument);
     dc.k = 65;
-    CHECK_THROWS_AS(run_speculative(t, d, greedy_verify_rule(), prompt, dc),
-                    std::invalid_argument);
+    CHECK_THROWS_AS(run_speculative(t, d, greedy_verify_rule(), prompt, dc), std::invalid_argument);
     dc.k = 4;
     dc.max_new_tokens = 0;
     CHECK_THROWS_AS(run_baseline(t, prompt, dc), std::invalid_argument);

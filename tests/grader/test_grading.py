@@ -4,6 +4,9 @@ tools/grade's refusals. Run: python3 -m unittest discover -s tests/grader -p 'te
 The end-to-end refusals need a grading build; they run when SPECLAB_GRADE_WORK names its folder
 (ctest sets it) and are skipped otherwise.
 """
+import argparse
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -257,6 +260,30 @@ def sample_grade(build_status="ok"):
          runner.TestResult("lab01", "secret", "lab01 hidden / C", True, 4, 4, "passed", "", "")]
     lg = reports.LabGrade(LAB, build_status, "warning: x", EDITABLE, "ab", t)
     return reports.Grade("alice", "/x/alice.zip", [lg], ["a note"], None, 1.5, {})
+
+
+class SkipReport(TempDir):
+    def test_skipped_cases_are_listed_under_their_reason_and_cleared_before_a_run(self):
+        build = self.tmp
+        open(os.path.join(build, "CMakeCache.txt"), "w").close()
+        exe = os.path.join(build, "tests", "some_tests")
+        os.makedirs(os.path.dirname(exe))
+        self.assertEqual(testrun.build_dir_of(exe), build)
+        testrun.record_skip(build, "gpu case A", "x\nSKIPPED: no usable CUDA device\n")
+        testrun.record_skip(build, "gpu case B", "SKIPPED: no usable CUDA device\n")
+        testrun.record_skip(build, "model case", "SKIPPED: the model file is missing\n")
+        args = argparse.Namespace(build_dir=build, clear=False)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            testrun.cmd_skip_report(args)
+        self.assertIn("Skipped test cases (3), and why:\n"
+                      "  no usable CUDA device\n      gpu case A\n      gpu case B\n"
+                      "  the model file is missing\n      model case\n", out.getvalue())
+        testrun.cmd_skip_report(argparse.Namespace(build_dir=build, clear=True))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            testrun.cmd_skip_report(args)
+        self.assertEqual(out.getvalue(), "")
 
 
 class Reports(unittest.TestCase):

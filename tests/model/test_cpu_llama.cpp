@@ -297,6 +297,31 @@ TEST_SUITE("engine_forward / the KV cache and rollback") {
     CHECK(max_abs_diff(all, pieces) <= 1e-5);
   }
 
+  TEST_CASE("tiny model: append computes no logits but leaves the same cache as extend") {
+    TinyLlamaSpec s;
+    s.n_ctx = 1200;
+    Tiny t = make_tiny(s);
+    const std::vector<Token> seq = ids(600, 96, 9);  // > 512: append also runs in chunks
+    const std::span<const Token> head = std::span(seq).first(590),
+                                 tail = std::span(seq).subspan(590);
+    t.target->extend(head);
+    const Logits after_extend = t.target->extend(tail);
+    t.target->truncate(0);
+    t.target->append(head);
+    CHECK(t.target->length() == 590);
+    CHECK(std::equal(head.begin(), head.end(), t.target->tokens().begin()));
+    const Logits after_append = t.target->extend(tail);
+    CHECK(max_abs_diff(after_extend, after_append) == 0.0);
+    // The same checks as extend, naming append, and nothing changes.
+    CHECK_THROWS_WITH_AS(t.target->append(std::vector<Token>{1, 96}),
+                         doctest::Contains("CpuLlama::append: token id 96 at index 1"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(t.target->append(ids(700, 96, 2)),
+                         doctest::Contains("maximum context of 1200"), ContextOverflow);
+    CHECK_THROWS_AS(t.target->append(std::vector<Token>{}), std::invalid_argument);
+    CHECK(t.target->length() == 600);
+  }
+
   TEST_CASE("tiny model: truncate then re-extend reproduces the logits") {
     Tiny t = make_tiny(TinyLlamaSpec{});
     const std::vector<Token> seq = ids(30, 96, 5);

@@ -138,6 +138,33 @@ TEST_SUITE("engine_forward / batching sequences") {
     }
   }
 
+  TEST_CASE("tiny model: append_batch computes no logits but leaves the caches extend_batch does") {
+    TinyLlamaSpec spec;
+    spec.n_ctx = 600;
+    TinyPair p = make_pair(spec, 2);
+    const std::vector<V> prompts = {ids(300, 96, 21), ids(250, 96, 22)};  // > one chunk
+    const V next = {5, 6, 7};
+    const int a = p.batch->add_sequence(), b = p.batch->add_sequence();
+    std::vector<BatchItem> items = {{a, prompts[0]}, {b, prompts[1]}};
+    p.batch->append_batch(items);
+    CHECK(p.batch->length(a) == 300);
+    CHECK(p.batch->length(b) == 250);
+    items = {{a, next}, {b, next}};
+    const std::vector<Logits> got = p.batch->extend_batch(items);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      INFO("sequence ", i);
+      p.single(i).extend(prompts[i]);
+      std::string where;
+      CHECK(max_abs_diff(got[i], p.single(i).extend(next), where) <= 1e-5);
+    }
+    const V bad = {4, 96};
+    items = {{a, next}, {b, bad}};
+    CHECK_THROWS_WITH_AS(p.batch->append_batch(items),
+                         doctest::Contains("append_batch: item 1 has token id 96"),
+                         std::invalid_argument);
+    CHECK(p.batch->length(a) == 303);
+  }
+
   TEST_CASE("tiny model: a bad item leaves every sequence unchanged") {
     TinyLlamaSpec spec;
     spec.n_ctx = 16;

@@ -255,7 +255,7 @@ def drafter_cost_csv(speclab: Path, given: Path | None, out: Path) -> Path | Non
         if not given.is_file():
             raise SystemExit(f"plots: --drafter-cost {given} does not exist")
         return given
-    # Lab 05's scaling bench sits next to speclab in build/bin (about 10 s).
+    # Lab 05's scaling bench sits next to speclab in build/bin (15-30 s).
     bench = speclab.parent / "bench_drafter_scaling"
     if not bench.is_file():
         return None

@@ -18,33 +18,26 @@ struct GenerateOptions {
   bool no_color = false;
 };
 
-void run_generate(GenerateOptions o) {
-  o.target.toy_seed = o.decode.seed;
-  o.target.toy_length_hint = o.prompt.toy_prompt_len + o.decode.max_new_tokens;
-  Model model = load_model(o.target);
-  const std::vector<Token> prompt = resolve_prompt(o.prompt, model);
-  o.drafter.stop_tokens = model.codec->stop_tokens();
-  std::unique_ptr<Drafter> drafter = make_drafter(o.drafter, o.decode.k);
-  if (drafter) check_n_fits(o.drafter, *model.target, prompt.size(), o.decode.max_new_tokens);
-  check_fits_context(*model.target, prompt.size(), o.decode.max_new_tokens);
-  DecodeConfig dc = decode_config(o.decode);
-  dc.stop_tokens = model.codec->stop_tokens();
-  const VerifyRule verify = drafter ? make_verify_rule(dc.sampling) : VerifyRule{};
+void run_generate(const GenerateOptions& o) {
+  OnePromptRun run = prepare_one_prompt_run(o.target, o.drafter, o.decode, o.prompt);
 
   const bool color = !o.no_color && color_wanted(stdout);
-  std::fprintf(stderr, "speclab generate: %s, drafter %s, k=%d, %s\n", model.description.c_str(),
-               drafter ? drafter->name().c_str() : "none (plain decoding)", o.decode.k,
+  std::fprintf(stderr, "speclab generate: %s, drafter %s, k=%d, %s\n",
+               run.model.description.c_str(),
+               run.drafter ? run.drafter->name().c_str() : "none (plain decoding)", o.decode.k,
                o.decode.temperature == 0.0 ? "greedy" : "sampled");
   if (color) {
-    std::fprintf(stderr, "%saccepted draft tokens look like this%s; the rest came from the target\n",
+    std::fprintf(stderr,
+                 "%saccepted draft tokens look like this%s; the rest came from the target\n",
                  TokenPrinter::kHighlight, TokenPrinter::kReset);
   }
-  if (!model.codec->is_text()) std::fprintf(stderr, "(the toy target's text is token ids)\n");
+  if (!run.model.codec->is_text()) std::fprintf(stderr, "(the toy target's text is token ids)\n");
   std::fflush(stderr);
 
-  TokenPrinter printer(*model.codec, stdout, color, dc.stop_tokens);
-  dc.on_round = [&](const RoundRecord& r) { printer.print_round(r); };
-  const GenerationResult result = run_decode(*model.target, drafter.get(), verify, prompt, dc);
+  TokenPrinter printer(*run.model.codec, stdout, color, run.config.stop_tokens);
+  run.config.on_round = [&](const RoundRecord& r) { printer.print_round(r); };
+  const GenerationResult result =
+      run_decode(*run.model.target, run.drafter.get(), run.verify, run.prompt, run.config);
   printer.finish();
   std::fputc('\n', stdout);
   std::fflush(stdout);

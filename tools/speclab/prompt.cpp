@@ -21,9 +21,7 @@ std::string read_all(const std::string& path) {
   return ss.str();
 }
 
-bool blank(const std::string& s) {
-  return s.find_first_not_of(" \t\r\n") == std::string::npos;
-}
+bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
 
 }  // namespace
 
@@ -60,6 +58,26 @@ std::vector<Token> resolve_prompt(const PromptOptions& o, const Model& model) {
   }
   if (tokens.empty()) throw UsageError("the prompt is empty: it encodes to no tokens");
   return tokens;
+}
+
+OnePromptRun prepare_one_prompt_run(TargetOptions target, const DrafterOptions& drafter,
+                                    const DecodeOptions& decode, const PromptOptions& prompt) {
+  target.toy_seed = decode.seed;
+  target.toy_length_hint = prompt.toy_prompt_len + decode.max_new_tokens;
+  OnePromptRun run;
+  run.model = load_model(target);
+  run.prompt = resolve_prompt(prompt, run.model);
+  DrafterOptions with_stops = drafter;
+  with_stops.stop_tokens = run.model.codec->stop_tokens();  // `mine` never drafts past them
+  run.drafter = make_drafter(with_stops, decode.k);
+  if (run.drafter) {
+    check_n_fits(drafter, *run.model.target, run.prompt.size(), decode.max_new_tokens);
+  }
+  check_fits_context(*run.model.target, run.prompt.size(), decode.max_new_tokens);
+  run.config = decode_config(decode);
+  run.config.stop_tokens = run.model.codec->stop_tokens();
+  if (run.drafter) run.verify = make_verify_rule(run.config.sampling);
+  return run;
 }
 
 }  // namespace speclab::cli

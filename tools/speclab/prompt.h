@@ -1,12 +1,16 @@
 #pragma once
-// The prompt flags that generate and trace share: --prompt, --prompt-file, --system, --raw.
+// What the one-prompt subcommands (generate and trace) share: the prompt flags (--prompt,
+// --prompt-file, --system, --raw) and the step from all their flags to a ready-to-run decode.
+#include <CLI/CLI.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "factory.h"
+#include "mini_engine/spec/drafter.h"
+#include "mini_engine/spec/loop.h"
+#include "mini_engine/spec/verify.h"
 
 namespace speclab::cli {
 
@@ -33,5 +37,23 @@ void add_prompt_flags(CLI::App& cmd, PromptOptions& options);
 // Throws UsageError for an empty prompt, invalid UTF-8, an unreadable file or text the model
 // cannot read.
 std::vector<Token> resolve_prompt(const PromptOptions& options, const Model& model);
+
+// Everything one prompt's decode needs, built from the flags. `drafter` is null for
+// --drafter none; `verify` is then empty. `config` carries the model's stop tokens.
+struct OnePromptRun {
+  Model model;
+  std::vector<Token> prompt;
+  std::unique_ptr<Drafter> drafter;
+  DecodeConfig config;
+  VerifyRule verify;
+};
+
+// Loads the model, resolves the prompt, builds the drafter and verify rule, and checks that the
+// prompt plus max_new_tokens fit the context (and the drafter's n fits the text). `target` is
+// taken by value: the toy target's seed and length hint are filled in from `decode` and `prompt`.
+// Throws UsageError with a precise message for every bad flag (see load_model, resolve_prompt,
+// make_drafter, check_n_fits, check_fits_context).
+OnePromptRun prepare_one_prompt_run(TargetOptions target, const DrafterOptions& drafter,
+                                    const DecodeOptions& decode, const PromptOptions& prompt);
 
 }  // namespace speclab::cli

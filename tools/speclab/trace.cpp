@@ -45,27 +45,21 @@ const char* last_kind(const RoundRecord& r) {
 
 nlohmann::ordered_json round_to_json(std::int64_t index, const RoundRecord& r,
                                      const TextCodec& codec) {
-  nlohmann::ordered_json j = {{"round", index},         {"position", r.position},
-                              {"draft", r.drafts},      {"accepted", r.accepted},
-                              {"emitted", r.emitted},   {"last", last_kind(r)},
-                              {"draft_s", r.draft_seconds}, {"verify_s", r.verify_seconds}};
+  nlohmann::ordered_json j = {{"round", index},
+                              {"position", r.position},
+                              {"draft", r.drafts},
+                              {"accepted", r.accepted},
+                              {"emitted", r.emitted},
+                              {"last", last_kind(r)},
+                              {"draft_s", r.draft_seconds},
+                              {"verify_s", r.verify_seconds}};
   // Tokens can end inside a UTF-8 character; dump() below replaces such bytes.
   if (codec.is_text()) j["text"] = codec.decode(r.emitted);
   return j;
 }
 
-void run_trace(TraceOptions o) {
-  o.target.toy_seed = o.decode.seed;
-  o.target.toy_length_hint = o.prompt.toy_prompt_len + o.decode.max_new_tokens;
-  Model model = load_model(o.target);
-  const std::vector<Token> prompt = resolve_prompt(o.prompt, model);
-  o.drafter.stop_tokens = model.codec->stop_tokens();
-  std::unique_ptr<Drafter> drafter = make_drafter(o.drafter, o.decode.k);
-  if (drafter) check_n_fits(o.drafter, *model.target, prompt.size(), o.decode.max_new_tokens);
-  check_fits_context(*model.target, prompt.size(), o.decode.max_new_tokens);
-  DecodeConfig dc = decode_config(o.decode);
-  dc.stop_tokens = model.codec->stop_tokens();
-  const VerifyRule verify = drafter ? make_verify_rule(dc.sampling) : VerifyRule{};
+void run_trace(const TraceOptions& o) {
+  OnePromptRun run = prepare_one_prompt_run(o.target, o.drafter, o.decode, o.prompt);
 
   std::ofstream file;
   std::ostream* out = &std::cout;
@@ -75,16 +69,17 @@ void run_trace(TraceOptions o) {
     out = &file;
   }
   std::int64_t index = 0;
-  dc.on_round = [&](const RoundRecord& r) {
-    *out << round_to_json(index++, r, *model.codec)
+  run.config.on_round = [&](const RoundRecord& r) {
+    *out << round_to_json(index++, r, *run.model.codec)
                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
          << '\n';
   };
-  const GenerationResult result = run_decode(*model.target, drafter.get(), verify, prompt, dc);
+  const GenerationResult result =
+      run_decode(*run.model.target, run.drafter.get(), run.verify, run.prompt, run.config);
   out->flush();
   if (!*out) throw std::runtime_error("trace: writing '" + o.out + "' failed");
-  std::fprintf(stderr, "trace: %s, %s, k=%d: %s\n", model.description.c_str(),
-               drafter ? drafter->name().c_str() : "none (plain decoding)", o.decode.k,
+  std::fprintf(stderr, "trace: %s, %s, k=%d: %s\n", run.model.description.c_str(),
+               run.drafter ? run.drafter->name().c_str() : "none (plain decoding)", o.decode.k,
                result.stats.summary().c_str());
 }
 
@@ -92,7 +87,7 @@ void run_trace(TraceOptions o) {
 
 void add_trace(CLI::App& app) {
   auto o = std::make_shared<TraceOptions>();
-  o->drafter.n = 2;               // the book's traces use bigrams
+  o->drafter.n = 2;  // the book's traces use bigrams
   o->decode.max_new_tokens = 256;
   CLI::App* cmd = app.add_subcommand(
       "trace", "Run speculative decoding and write one JSON line per verify round");
