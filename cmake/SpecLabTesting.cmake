@@ -7,7 +7,7 @@
 #   speclab_add_doctest(<exe-target> PREFIX <name> LABELS <labels...> [TIMEOUT <s>] [MEM_MB <MiB>]
 #                       [PROPERTIES ...])   MEM_MB 0 lifts the memory limit (AddressSanitizer)
 #       for engine and tool tests: runs the executable directly.
-#   speclab_add_lab(<labNN> DIR <folder> [MUTANTS <names...>])
+#   speclab_add_lab(<labNN> DIR <folder> [MUTANTS <names...>] [LINK <libs...>] [LAB_DEPS <labs...>])
 #       for a lab: the implementation under test is picked by LAB_IMPL when the tests run.
 
 set(SPECLAB_TESTRUN ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/testrun.py)
@@ -109,8 +109,12 @@ endfunction()
 #   tests/<labNN>/*.cpp                  the lab's doctest cases
 #   tests/mutants/<labNN>/<name>.mutant  known-wrong edits of the solution the tests must reject
 #                                        (applied by tools/make_mutant.py at build time)
+#   LINK <libs>      linked as they are to every implementation (e.g. lab01_solution)
+#   LAB_DEPS <labs>  earlier labs linked with the SAME implementation as this one: the starter
+#                    gets <dep>_starter (the student's own code), the solution and the mutants get
+#                    <dep>_solution (so a mutant differs from the reference in one place only)
 function(speclab_add_lab lab)
-  cmake_parse_arguments(L "" "DIR;TIMEOUT" "MUTANTS;LINK" ${ARGN})
+  cmake_parse_arguments(L "" "DIR;TIMEOUT" "MUTANTS;LINK;LAB_DEPS" ${ARGN})
   if(NOT L_TIMEOUT)
     set(L_TIMEOUT ${SPECLAB_CASE_TIMEOUT})
   endif()
@@ -122,6 +126,13 @@ function(speclab_add_lab lab)
   add_library(${lab}_cases OBJECT ${test_sources})
   target_link_libraries(${lab}_cases PUBLIC speclab_engine doctest::doctest speclab_warnings ${L_LINK})
   target_include_directories(${lab}_cases PUBLIC ${api_dir} ${PROJECT_SOURCE_DIR}/tests/support)
+  set(dep_solutions "")
+  foreach(dep IN LISTS L_LAB_DEPS)
+    list(APPEND dep_solutions ${dep}_solution)
+    # Only the headers: which implementation is linked is the executable's business (below).
+    target_include_directories(${lab}_cases PRIVATE
+      $<TARGET_PROPERTY:${dep}_solution,INTERFACE_INCLUDE_DIRECTORIES>)
+  endforeach()
 
   set(impls solution starter)
   set(src_solution ${PROJECT_SOURCE_DIR}/solutions/${L_DIR}/solution.cpp)
@@ -149,6 +160,15 @@ function(speclab_add_lab lab)
     endif()
     add_library(${lib} STATIC ${exclude} ${src_${impl}})
     target_include_directories(${lib} PUBLIC ${api_dir})
+    # LAB_DEPS come first, so that the starter's own <dep>_starter resolves the earlier labs'
+    # symbols before any <dep>_solution another lab's LINK brings in.
+    set(dep_impl solution)
+    if(impl STREQUAL "starter")
+      set(dep_impl starter)
+    endif()
+    foreach(dep IN LISTS L_LAB_DEPS)
+      target_link_libraries(${lib} PUBLIC ${dep}_${dep_impl})
+    endforeach()
     target_link_libraries(${lib} PUBLIC speclab_engine speclab_warnings ${L_LINK})
     add_executable(${exe} ${exclude} $<TARGET_OBJECTS:${lab}_cases>)
     target_link_libraries(${exe} PRIVATE ${lib} ${lab}_cases speclab_doctest_main)
@@ -165,7 +185,7 @@ function(speclab_add_lab lab)
   file(WRITE ${SPECLAB_LABTESTS_DIR}/${lab}.lab
     "dir=${L_DIR}\ntimeout=${L_TIMEOUT}\nmem_mb=${SPECLAB_CASE_MEMORY_MB}\n")
   if(SPECLAB_HIDDEN_TESTS_DIR)
-    _speclab_add_hidden_tests(${lab} ${api_dir} ${L_LINK})
+    _speclab_add_hidden_tests(${lab} ${api_dir} ${L_LINK} ${dep_solutions})
   endif()
 
   # Discovery runs on the solution build; the case names are the same for every implementation.

@@ -1,6 +1,8 @@
 # Runs after a doctest executable is built (see SpecLabTesting.cmake): lists its test cases into
 # LIST_FILE (one name per line) and writes CTEST_FILE with one add_test() per case.
 # Inputs: EXE, LIST_FILE, CTEST_FILE, PREFIX, PROPS_FILE (defines RUNNER and PROPS).
+# A case whose name starts with "real model: " also gets the label `model` (it loads SmolLM2 and
+# skips without it), so `ctest -L model` finds every test that needs the model file.
 include(${PROPS_FILE})
 execute_process(COMMAND ${EXE} --list-test-cases --no-version
   OUTPUT_VARIABLE out RESULT_VARIABLE rc)
@@ -22,8 +24,16 @@ foreach(line IN LISTS lines)
   endforeach()
   string(APPEND script "add_test([==[${test}]==]${cmd} [==[${line}]==])\n")
   set(pstr "")
+  set(after_labels FALSE)
   foreach(p IN LISTS PROPS)
     string(REPLACE "|" ";" p "${p}")
+    if(after_labels AND line MATCHES "^real model: ")
+      string(APPEND p ";model")
+    endif()
+    set(after_labels FALSE)
+    if(p STREQUAL "LABELS")
+      set(after_labels TRUE)
+    endif()
     string(APPEND pstr " [==[${p}]==]")
   endforeach()
   string(APPEND script "set_tests_properties([==[${test}]==] PROPERTIES${pstr})\n")

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SPECLAB = os.environ.get("SPECLAB_BIN", str(ROOT / "build" / "bin" / "speclab"))
 ESC = "\x1b["
-ALL_DRAFTERS = ("prompt-lookup", "ngram", "nasd", "pool", "sa", "sa+ngram", "auto")
+ALL_DRAFTERS = ("prompt-lookup", "ngram", "nasd", "pool", "sa", "sa+ngram", "auto", "mine")
 
 
 def speclab(*args, stdin=None, env=None, timeout=120):
@@ -332,6 +332,26 @@ class RealModel(unittest.TestCase):
                                "--csv", "", "--json", "")
         self.assertEqual(rc, 0, err)
         self.assertIn("code_edit", out)
+
+    def test_bench_batch_mode_is_lossless_and_writes_one_row_per_size(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            csv_path = Path(tmp) / "b.csv"
+            rc, out, err = speclab("bench", "--model", "smollm2", "--threads", "1", "--workload",
+                                   "code_edit", "--batch", "1,2", "--repeats", "1",
+                                   "--max-new-tokens", "8", "--drafter", "mine",
+                                   "--csv", str(csv_path))
+            self.assertEqual(rc, 0, err)
+            self.assertIn("2 requests", out)
+            import csv
+            rows = list(csv.DictReader(csv_path.open()))
+            self.assertEqual([r["batch"] for r in rows], ["1", "2"])
+            self.assertEqual({r["mismatches"] for r in rows}, {"0"})
+            self.assertEqual(rows[0]["emitted"], rows[1]["emitted"], "the same requests at each size")
+
+    def test_bench_batch_mode_needs_a_real_model(self):
+        rc, _, err = speclab("bench", "--model", "toy", "--batch", "2", "--csv", "", "--json", "")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("--batch needs a real model", err)
 
     def test_trace_records_carry_the_text(self):
         with tempfile.TemporaryDirectory() as tmp:

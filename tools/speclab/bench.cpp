@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <stdexcept>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -19,6 +21,7 @@
 #include "bench_report.h"
 #include "commands.h"
 #include "factory.h"
+#include "mini_engine/spec/batch_loop.h"
 #include "mini_engine/targets/toy_target.h"
 #include "progress.h"
 #include "workloads.h"
@@ -42,6 +45,7 @@ struct BenchOptions {
   std::string json = "out/bench.json";
   bool no_progress = false;
   std::string clock = "wall";  // wall | cpu (this process's CPU time)
+  std::vector<int> batches;     // --batch: batch sizes to run (batched mode); empty: off
   bool corrupt_verify = false;  // hidden: breaks the verify rule, to test the identity check
 };
 
@@ -166,6 +170,192 @@ std::string describe_mismatch(const std::vector<std::vector<Token>>& base,
   return "the number of turns differs";
 }
 
+// This process's CPU time as a Clock, so the batched loop's own split (prefill, decode) is in
+// CPU seconds too under --clock cpu.
+class ProcessCpuClock final : public Clock {
+ public:
+  double now() const override { return process_cpu_seconds(); }
+};
+
+// One batched case: a drafter configuration at one batch size.
+struct BatchCaseResult {
+  std::string workload, drafter, drafter_name;
+  int k = 0, n = 0, batch = 0;
+  std::vector<double> base_seconds, spec_seconds;  // per repeat: the whole batch
+  double base_decode = 0.0, spec_decode = 0.0;     // summed over repeats, prefill excluded
+  std::int64_t runs = 0, emitted = 0, drafted = 0, accepted = 0;  // speculative, per request
+  std::int64_t base_emitted = 0;
+  int mismatches = 0;
+};
+
+// --batch: the first turn of each conversation, as `batch` concurrent requests (conversations
+// repeated in turn to fill the batch), decoded in lock-step by run_speculative_batch: plain
+// decoding (no drafter) against each case. Every request's output must equal its plain output.
+int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
+                    const std::vector<Workload>& workloads, const Model& model,
+                    const DecodeConfig& base_dc, const VerifyRule& verify) {
+  std::unique_ptr<BatchTarget> target = load_batch_model(o.target);
+  const int total_requests = *std::max_element(o.batches.begin(), o.batches.end());
+  const bool cpu_clock = o.clock == "cpu";
+  std::vector<BatchCaseResult> results;
+  int mismatches = 0;
+  const long total = static_cast<long>(workloads.size() * o.batches.size() * (1 + cases.size())) *
+                     o.repeats;
+  ProgressBar progress(total, !o.no_progress && isatty(fileno(stderr)) != 0);
+  for (const Workload& w : workloads) {
+    for (int b : o.batches) {
+      // The same `total` requests at every batch size, so AL and work are equal across sizes.
+      std::vector<std::vector<Token>> prompts;
+      for (int i = 0; i < total_requests; ++i) {
+        const Conversation& c = w.items[static_cast<size_t>(i) % w.items.size()];
+        std::vector<Token> p = model.codec->system_prompt(c.system);
+        const std::vector<Token> user = model.codec->user_turn(c.turns[0]);
+        p.insert(p.end(), user.begin(), user.end());
+        prompts.push_back(std::move(p));
+      }
+      const size_t first = results.size();
+      for (const Case& cs : cases) {
+        BatchCaseResult r;
+        r.workload = w.name;
+        r.drafter = cs.drafter.drafter;
+        r.drafter_name = make_drafter(cs.drafter, cs.k)->name();
+        r.k = cs.k;
+        r.n = cs.n;
+        r.batch = b;
+        results.push_back(r);
+      }
+      // Every request, in consecutive batches of b; the times are summed over the batches.
+      const auto run = [&](const std::vector<std::unique_ptr<Drafter>>& drafters, int k,
+                           double& seconds, double& decode) {
+        std::vector<GenerationResult> out;
+        seconds = decode = 0.0;
+        for (size_t start = 0; start < prompts.size(); start += static_cast<size_t>(b)) {
+          const size_t end = std::min(prompts.size(), start + static_cast<size_t>(b));
+          std::vector<BatchRequest> requests(end - start);
+          for (size_t i = start; i < end; ++i) {
+            BatchRequest& q = requests[i - start];
+            q.prompt = prompts[i];
+            q.drafter = drafters.empty() ? nullptr : drafters[i].get();
+            q.config = base_dc;
+            q.config.k = drafters.empty() ? 0 : k;
+            q.config.stop_tokens = model.codec->stop_tokens();
+          }
+          const ProcessCpuClock cpu;
+          BatchDecodeConfig config;
+          if (cpu_clock) config.clock = &cpu;
+          BatchGenerationResult g = run_speculative_batch(*target, requests, verify, config);
+          seconds += g.stats.total_seconds;
+          decode += g.stats.total_seconds - g.stats.prefill_seconds;
+          for (GenerationResult& r : g.requests) out.push_back(std::move(r));
+        }
+        return out;
+      };
+      for (int rep = 0; rep < o.repeats; ++rep) {
+        double base_s = 0.0, base_d = 0.0;
+        const std::vector<GenerationResult> base = run({}, 0, base_s, base_d);
+        progress.advance(1, w.name + " batch " + std::to_string(b) + " plain");
+        for (size_t ci = 0; ci < cases.size(); ++ci) {
+          const Case& cs = cases[ci];
+          BatchCaseResult& r = results[first + ci];
+          std::vector<std::unique_ptr<Drafter>> drafters;
+          for (int i = 0; i < total_requests; ++i) {
+            DrafterOptions options = cs.drafter;
+            options.stop_tokens = model.codec->stop_tokens();
+            drafters.push_back(make_drafter(options, cs.k));
+          }
+          double spec_s = 0.0, spec_d = 0.0;
+          const std::vector<GenerationResult> spec = run(drafters, cs.k, spec_s, spec_d);
+          r.base_seconds.push_back(base_s);
+          r.spec_seconds.push_back(spec_s);
+          r.base_decode += base_d;
+          r.spec_decode += spec_d;
+          for (const GenerationResult& g : base) r.base_emitted += g.stats.emitted;
+          for (size_t i = 0; i < spec.size(); ++i) {
+            const SpecStats& s = spec[i].stats;
+            r.runs += s.target_runs;
+            r.emitted += s.emitted;
+            r.drafted += s.drafted;
+            r.accepted += s.accepted;
+            if (spec[i].tokens != base[i].tokens) {
+              ++r.mismatches;
+              ++mismatches;
+              progress.clear();
+              std::fprintf(stderr,
+                           "bench: MISMATCH: %s batch %d request %zu with %s (k=%d): speculative "
+                           "output differs from plain decoding\n",
+                           w.name.c_str(), b, i, r.drafter_name.c_str(), cs.k);
+            }
+          }
+          progress.advance(1, w.name + " batch " + std::to_string(b) + " " + cs.drafter.drafter);
+        }
+      }
+    }
+  }
+  progress.clear();
+
+  const auto ratio_median = [](const BatchCaseResult& r) {
+    std::vector<double> v;
+    for (size_t i = 0; i < r.base_seconds.size(); ++i) {
+      if (r.spec_seconds[i] > 0) v.push_back(r.base_seconds[i] / r.spec_seconds[i]);
+    }
+    return median(v);
+  };
+  std::printf("speclab bench --batch: %s, LAB_IMPL=%s, max-new-tokens %d, %d repeats, %s clock\n"
+              "first turns only: %d requests (the workload's conversations in turn) at every batch "
+              "size B, decoded in consecutive batches of B\n\n",
+              model.description.c_str(), lab_impl(), o.max_new_tokens, o.repeats, o.clock.c_str(),
+              total_requests);
+  std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s\n", "workload", "drafter", "k", "n",
+              "batch", "AL", "plain/s", "spec/s", "speedup", "decode");
+  for (const BatchCaseResult& r : results) {
+    const double reps = static_cast<double>(r.base_seconds.size());
+    const double base_tps = static_cast<double>(r.base_emitted) /
+                            std::max(1e-9, reps * median(r.base_seconds));
+    const double spec_tps = static_cast<double>(r.emitted) /
+                            std::max(1e-9, reps * median(r.spec_seconds));
+    std::printf("%-12s %-14s %3d %3s %5d %6.2f %8.1f %8.1f %7.2fx %6.2fx%s\n", r.workload.c_str(),
+                r.drafter.c_str(), r.k, r.n > 0 ? std::to_string(r.n).c_str() : "-", r.batch,
+                r.runs ? static_cast<double>(r.emitted) / static_cast<double>(r.runs) : 0.0,
+                base_tps, spec_tps, ratio_median(r),
+                r.spec_decode > 0 ? r.base_decode / r.spec_decode : 0.0,
+                r.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
+  }
+  std::printf("\nAL: tokens per target run, per request. plain/s, spec/s: tokens per second over "
+              "the whole batch (median run). speedup: plain time / speculative time, median over "
+              "repeats. decode: the same without the batched prefill. Both on the %s clock.\n",
+              o.clock.c_str());
+  std::fflush(stdout);
+  if (!o.csv.empty()) {
+    std::filesystem::path path(o.csv);
+    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+    std::FILE* f = std::fopen(o.csv.c_str(), "w");
+    if (f == nullptr) throw std::runtime_error("bench: cannot write " + o.csv);
+    std::fprintf(f, "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
+                    "batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
+                    "spec_seconds_median,speedup_median,decode_speedup,mismatches\n");
+    for (const BatchCaseResult& r : results) {
+      std::fprintf(f, "\"%s\",%s,%s,%d,%d,%s,%s,\"%s\",%d,%d,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,"
+                      "%.4f,%.4f,%d\n",
+                   model.description.c_str(), lab_impl(), o.clock.c_str(), o.max_new_tokens,
+                   o.repeats, r.workload.c_str(), r.drafter.c_str(), r.drafter_name.c_str(), r.k,
+                   r.n, r.batch,
+                   r.runs ? static_cast<double>(r.emitted) / static_cast<double>(r.runs) : 0.0,
+                   static_cast<long long>(r.drafted), static_cast<long long>(r.accepted),
+                   static_cast<long long>(r.emitted), static_cast<long long>(r.runs),
+                   median(r.base_seconds), median(r.spec_seconds), ratio_median(r),
+                   r.spec_decode > 0 ? r.base_decode / r.spec_decode : 0.0, r.mismatches);
+    }
+    std::fclose(f);
+    std::fprintf(stderr, "bench: wrote %s\n", o.csv.c_str());
+  }
+  if (mismatches > 0) {
+    std::fprintf(stderr, "bench: FAILED: %d speculative outputs differed from plain decoding\n",
+                 mismatches);
+    return 1;
+  }
+  return 0;
+}
+
 int run_bench(const BenchOptions& o) {
   const std::vector<Case> cases = make_cases(o);
   if (cases.empty()) throw UsageError("bench: no case to run (check --drafter, --k and --n)");
@@ -251,6 +441,11 @@ int run_bench(const BenchOptions& o) {
     total_runs += static_cast<long>(w.items.size()) * static_cast<long>(1 + cases.size()) * o.repeats;
   }
 
+  if (!o.batches.empty()) {
+    if (toy) throw UsageError("--batch needs a real model (--model smollm2 or a GGUF path)");
+    return run_bench_batch(o, cases, workloads, shared, base_dc, verify);
+  }
+
   std::vector<CaseResult> results;
   for (const Workload& w : workloads) {
     for (const Case& cs : cases) {
@@ -287,7 +482,9 @@ int run_bench(const BenchOptions& o) {
           CaseResult& r = results[result_base + ci];
           DecodeConfig dc = base_dc;
           dc.k = cs.k;
-          std::unique_ptr<Drafter> drafter = make_drafter(cs.drafter, cs.k);
+          DrafterOptions options = cs.drafter;
+          options.stop_tokens = model.codec->stop_tokens();
+          std::unique_ptr<Drafter> drafter = make_drafter(options, cs.k);
           double spec_seconds = 0.0;
           const auto spec_out = run_conversation(model, conv, drafter.get(), verify, dc, r.spec,
                                                  r.spec_later_turns, spec_seconds, cpu_clock);
@@ -388,6 +585,14 @@ void add_bench(CLI::App& app) {
                   "--threads 1, since idle worker threads may spin)")
       ->check(CLI::IsMember({"wall", "cpu"}))
       ->capture_default_str();
+  cmd->add_option("--batch", o->batches,
+                  "Batched mode: batch sizes to run, comma-separated. At every size B the same R "
+                  "requests (R = the largest B: the first turns of the workload's conversations, "
+                  "in turn) are decoded in consecutive batches of B, in lock-step with "
+                  "run_speculative_batch, plain against each case; --csv gets one row per case "
+                  "and batch size (no --json)")
+      ->delimiter(',')
+      ->check(int_in(1, 256, "requests per batch"));
   cmd->add_flag("--corrupt-verify-for-testing", o->corrupt_verify,
                 "Break the verify rule on purpose, to check that the bench catches it")
       ->group("");  // hidden

@@ -130,7 +130,7 @@ void write_csv(const std::string& path, const BenchMeta& meta,
          "acceptance_by_position,tokens_per_run_turn2plus,draft_us_per_token,"
          "plain_tokens_per_s,spec_tokens_per_s,speedup_median,decode_speedup,plain_seconds,"
          "spec_seconds,"
-         "identical\n";
+         "identical,target_runs_turn2plus,emitted_turn2plus\n";
   for (const CaseResult& c : cases) {
     const auto joined = [](const std::vector<double>& values) {
       std::string out;
@@ -154,7 +154,8 @@ void write_csv(const std::string& path, const BenchMeta& meta,
         << ',' << c.draft_us_per_token() << ',' << c.base_tokens_per_second() << ','
         << c.spec_tokens_per_second() << ',' << c.speedup_median() << ','
         << c.decode_speedup() << ',' << base_s << ','
-        << spec_s << ',' << (c.mismatches == 0 ? "true" : "false") << '\n';
+        << spec_s << ',' << (c.mismatches == 0 ? "true" : "false") << ','
+        << c.spec_later_turns.target_runs << ',' << c.spec_later_turns.emitted << '\n';
   }
   if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
 }
@@ -207,6 +208,8 @@ void write_json(const std::string& path, const BenchMeta& meta,
         {"plain_seconds", c.base_seconds},
         {"spec_seconds", c.spec_seconds},
         {"identical", c.mismatches == 0},
+        {"target_runs_turn2plus", c.spec_later_turns.target_runs},
+        {"emitted_turn2plus", c.spec_later_turns.emitted},
     };
     if (c.mismatches) row["first_mismatch"] = c.first_mismatch;
     j["cases"].push_back(row);

@@ -29,6 +29,7 @@ void run_chat(ChatOptions o) {
   o.target.toy_seed = o.decode.seed;
   o.target.toy_length_hint = 8192;  // a conversation's length is not known in advance
   Model model = load_model(o.target);
+  o.drafter.stop_tokens = model.codec->stop_tokens();
   std::unique_ptr<Drafter> drafter = make_drafter(o.drafter, o.decode.k);
   DecodeConfig dc = decode_config(o.decode);
   dc.stop_tokens = model.codec->stop_tokens();

@@ -15,12 +15,14 @@
 #include "mini_engine/model/gguf.h"
 #include "mini_engine/model/llama_weights.h"
 #include "mini_engine/targets/cpu_llama.h"
+#include "mini_engine/targets/cpu_llama_batch.h"
 #include "mini_engine/targets/cuda/cuda_llama.h"
 #include "mini_engine/targets/toy_target.h"
 #include "nasd.h"
 #include "ngram_pool.h"
 #include "ngram_storage.h"
 #include "prompt_lookup.h"
+#include "real_model.h"
 #include "suffix_automaton.h"
 
 namespace speclab::cli {
@@ -188,6 +190,25 @@ Model load_model(const TargetOptions& o) {
   return load_gguf_model(o);
 }
 
+std::unique_ptr<BatchTarget> load_batch_model(const TargetOptions& o) {
+  if (o.model == "toy") {
+    throw UsageError("--batch needs a real model (--model smollm2 or a GGUF path)");
+  }
+  if (o.device != "cpu") throw UsageError("--batch runs on --device cpu only (CpuLlamaBatch)");
+  const std::string path = resolve_model_path(o.model);
+  try {
+    CpuLlamaOptions co;
+    co.threads = o.threads;
+    co.max_context = o.context;
+    return CpuLlamaBatch::open(path, co);
+  } catch (const GgufError& e) {
+    throw UsageError("--model: '" + path + "' is not a usable GGUF model (truncated or corrupt?): " +
+                     e.what());
+  } catch (const ModelError& e) {
+    throw UsageError("--model: '" + path + "' is not a model SpecLab can run: " + e.what());
+  }
+}
+
 std::optional<std::string> cached_smollm2() {
   if (const char* explicit_path = std::getenv("SPECLAB_MODEL");
       explicit_path != nullptr && explicit_path[0] != '\0') {
@@ -249,6 +270,8 @@ const std::vector<DrafterInfo>& drafter_catalog() {
        true, true},
       {"auto", "a policy that speculates only when measured acceptance pays for it", "lab06",
        true, true},
+      {"mine", "your lab 07 drafter: make_my_drafter(), labs 01-05 composed for a chat model",
+       "lab07", false, true},
   };
   return catalog;
 }
@@ -368,6 +391,12 @@ std::unique_ptr<Drafter> make_lab_drafter(const DrafterOptions& o, int k) {
     DrafterOptions inner = o;
     inner.drafter = "ngram";
     return std::make_unique<SuffixEnhancerDrafter>(make_lab_drafter(inner, k), o.sa_threshold);
+  }
+  if (o.drafter == "mine") {
+    MyDrafterOptions m;
+    m.k = k;
+    m.stop_tokens = o.stop_tokens;
+    return make_my_drafter(m);
   }
   if (o.drafter == "auto") {
     if (o.auto_inner == "auto" || o.auto_inner == "none") {

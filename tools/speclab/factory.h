@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "mini_engine/core/batch_target.h"
 #include "mini_engine/core/target.h"
 #include "mini_engine/spec/drafter.h"
 #include "mini_engine/spec/loop.h"
@@ -63,6 +64,11 @@ void add_target_flags(CLI::App& cmd, TargetOptions& options);
 // cuda_unavailable_reason()), and a backend this build lacks.
 Model load_model(const TargetOptions& options);
 
+// The batched target for `options` (bench --batch): CpuLlamaBatch on the model's GGUF. Throws
+// UsageError for the toy, for --device cuda (no batched CUDA target yet) and for the same file
+// problems as load_model.
+std::unique_ptr<BatchTarget> load_batch_model(const TargetOptions& options);
+
 // The cached SmolLM2 file: $SPECLAB_MODEL, else SmolLM2-135M-Instruct.Q4_1.gguf in
 // $SPECLAB_CACHE (default ~/.cache/speclab). Empty when neither exists. Never downloads.
 std::optional<std::string> cached_smollm2();
@@ -87,6 +93,9 @@ struct DrafterOptions {
   int sa_threshold = 4;   // sa+ngram: shortest suffix-automaton match trusted over the n-gram
                           // drafter (TensorRT-LLM's default)
   std::string auto_inner = "prompt-lookup";  // auto: the drafter the policy steers
+  // Set by the subcommand from the model's codec, not by a flag: the tokens that end a reply.
+  // mine (lab 07) never drafts past one of them; empty: none (the toy target).
+  std::vector<Token> stop_tokens = {};
 };
 
 // What the CLI knows about one --drafter value.

@@ -67,7 +67,9 @@ OnePromptRun prepare_one_prompt_run(TargetOptions target, const DrafterOptions& 
   OnePromptRun run;
   run.model = load_model(target);
   run.prompt = resolve_prompt(prompt, run.model);
-  run.drafter = make_drafter(drafter, decode.k);
+  DrafterOptions with_stops = drafter;
+  with_stops.stop_tokens = run.model.codec->stop_tokens();  // `mine` never drafts past them
+  run.drafter = make_drafter(with_stops, decode.k);
   if (run.drafter) {
     check_n_fits(drafter, *run.model.target, run.prompt.size(), decode.max_new_tokens);
   }

@@ -1,0 +1,259 @@
+// Lab 07, the model-free half: the end of a turn, the draft-length controller and the
+// ChatDrafter wrapper, each against a scripted inner drafter whose every call is recorded.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "real_model.h"
+
+namespace speclab {
+namespace {
+
+using Tokens = std::vector<Token>;
+
+// An inner drafter that records what it was given and proposes `script` (at most k of it).
+struct Calls {
+  Tokens begun;                      // the prompt begin() received
+  std::vector<Tokens> proposed_for;  // the context of each propose()
+  std::vector<int> asked_k;          // the k of each propose()
+  std::vector<Tokens> observed;      // the context of each observe()
+};
+class ScriptedDrafter final : public Drafter {
+ public:
+  ScriptedDrafter(std::shared_ptr<Calls> calls, Tokens script)
+      : calls_(std::move(calls)), script_(std::move(script)) {}
+  std::string name() const override { return "scripted"; }
+  void begin(std::span<const Token> prompt) override {
+    calls_->begun.assign(prompt.begin(), prompt.end());
+  }
+  std::vector<Token> propose(std::span<const Token> context, int k) override {
+    calls_->proposed_for.emplace_back(context.begin(), context.end());
+    calls_->asked_k.push_back(k);
+    const std::size_t n = std::min(script_.size(), static_cast<std::size_t>(std::max(k, 0)));
+    return {script_.begin(), script_.begin() + static_cast<std::ptrdiff_t>(n)};
+  }
+  void observe(std::span<const Token> context, const RoundRecord& /*round*/) override {
+    calls_->observed.emplace_back(context.begin(), context.end());
+  }
+
+ private:
+  std::shared_ptr<Calls> calls_;
+  Tokens script_;
+};
+
+ChatDrafterConfig config(bool adaptive, int k_min, int k_max, Tokens stops = {2}) {
+  ChatDrafterConfig c;
+  c.stop_tokens = std::move(stops);
+  c.adaptive_k = adaptive;
+  c.k_min = k_min;
+  c.k_max = k_max;
+  return c;
+}
+
+RoundRecord round_with(Tokens drafts, int accepted) {
+  RoundRecord r;
+  r.drafts = std::move(drafts);
+  r.accepted = accepted;
+  r.emitted.assign(r.drafts.begin(), r.drafts.begin() + accepted);
+  r.emitted.push_back(99);
+  return r;
+}
+
+Tokens iota_tokens(int from, int count) {
+  Tokens t(static_cast<std::size_t>(count));
+  std::iota(t.begin(), t.end(), from);
+  return t;
+}
+
+}  // namespace
+
+TEST_SUITE("The end of a turn") {
+  TEST_CASE("drafts past the end-of-turn token are dropped") {
+    const Tokens drafts = {10, 11, 2, 1, 12};  // ... <|im_end|> <|im_start|> user
+    CHECK(stop_at_end_of_turn(drafts, kSmolLM2StopTokens) == Tokens{10, 11, 2});
+  }
+  TEST_CASE("the end-of-turn token itself is kept so the reply can end in this round") {
+    CHECK(stop_at_end_of_turn(Tokens{2, 7, 8}, kSmolLM2StopTokens) == Tokens{2});
+    CHECK(stop_at_end_of_turn(Tokens{5, 6, 2}, kSmolLM2StopTokens) == Tokens{5, 6, 2});
+  }
+  TEST_CASE("drafts without a stop token come back unchanged") {
+    CHECK(stop_at_end_of_turn(Tokens{5, 6, 7, 8}, kSmolLM2StopTokens) == Tokens{5, 6, 7, 8});
+    CHECK(stop_at_end_of_turn(Tokens{}, kSmolLM2StopTokens) == Tokens{});
+    CHECK(stop_at_end_of_turn(Tokens{5, 2, 6}, Tokens{}) == Tokens{5, 2, 6});
+  }
+  TEST_CASE("your drafter stops its copy of an earlier answer at the end-of-turn token") {
+    // A two-turn ChatML stream in SmolLM2's ids (1 <|im_start|>, 2 <|im_end|>, 198 newline,
+    // 9 a role name): the second reply is copying the first answer, 100..120, and has reached 114.
+    // Copying on would run through <|im_end|> into the next "<|im_start|>user" block.
+    const Tokens answer = iota_tokens(100, 21);
+    Tokens prompt = {1, 9, 198, 50, 51, 52, 2, 198, 1, 9, 198};
+    prompt.insert(prompt.end(), answer.begin(), answer.end());
+    for (Token t : {2, 198, 1, 9, 198, 60, 61, 62, 63, 2, 198, 1, 9, 198}) prompt.push_back(t);
+    MyDrafterOptions o;
+    o.k = 8;
+    std::unique_ptr<Drafter> d = make_my_drafter(o);
+    REQUIRE(d != nullptr);
+    d->begin(prompt);
+    Tokens context = prompt;
+    context.insert(context.end(), answer.begin(), answer.begin() + 15);
+    const Tokens drafts = d->propose(context, 8);
+    std::string shown;
+    for (Token t : drafts) shown += std::to_string(t) + " ";
+    INFO("drafts: ", shown);
+    REQUIRE_MESSAGE(!drafts.empty(), "a copy drafter should continue a 15-token copy");
+    CHECK(drafts.front() == 115);
+    const auto stop = std::find(drafts.begin(), drafts.end(), Token{2});
+    CHECK_MESSAGE(drafts.end() - stop <= 1, "nothing may follow <|im_end|> in a draft");
+  }
+  TEST_CASE("the first of several stop tokens ends the draft") {
+    CHECK(stop_at_end_of_turn(Tokens{5, 0, 6, 2, 7}, kSmolLM2StopTokens) == Tokens{5, 0});
+    CHECK(stop_at_end_of_turn(Tokens{5, 6, 40, 2}, Tokens{40, 2}) == Tokens{5, 6, 40});
+  }
+}
+
+TEST_SUITE("How far to draft") {
+  TEST_CASE("the controller starts at k_max") {
+    DraftLengthController c(1, 6);
+    c.observe(0, 0);
+    CHECK(c.next_k() == 6);
+  }
+  TEST_CASE("a fully accepted round grows k by one up to k_max") {
+    DraftLengthController c(1, 6);
+    c.observe(6, 1);
+    REQUIRE(c.next_k() == 2);
+    c.observe(2, 2);
+    CHECK(c.next_k() == 3);
+    c.observe(3, 3);
+    CHECK(c.next_k() == 4);
+    for (int i = 0; i < 5; ++i) c.observe(c.next_k(), c.next_k());
+    CHECK(c.next_k() == 6);
+  }
+  TEST_CASE("a rejection shrinks k to accepted + 1") {
+    DraftLengthController c(1, 8);
+    c.observe(8, 3);
+    CHECK(c.next_k() == 4);
+    c.observe(4, 0);
+    CHECK(c.next_k() == 1);
+  }
+  TEST_CASE("k never falls below k_min") {
+    DraftLengthController c(3, 8);
+    c.observe(8, 0);
+    CHECK(c.next_k() == 3);
+    c.observe(3, 1);
+    CHECK(c.next_k() == 3);
+  }
+  TEST_CASE("a round with no drafts leaves k alone") {
+    DraftLengthController c(1, 8);
+    c.observe(8, 2);
+    REQUIRE(c.next_k() == 3);
+    c.observe(0, 0);
+    CHECK(c.next_k() == 3);
+  }
+  TEST_CASE("impossible counts are rejected with std::invalid_argument") {
+    DraftLengthController c(1, 8);
+    CHECK_THROWS_AS(c.observe(2, 3), std::invalid_argument);
+    CHECK_THROWS_AS(c.observe(-1, 0), std::invalid_argument);
+    CHECK_THROWS_AS(c.observe(2, -1), std::invalid_argument);
+    CHECK(c.next_k() == 8);
+  }
+}
+
+TEST_SUITE("Index the whole prompt") {
+  TEST_CASE("begin hands the whole prompt to the inner drafter") {
+    auto calls = std::make_shared<Calls>();
+    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, Tokens{}), config(true, 1, 5));
+    const Tokens prompt = {1, 9, 20, 21, 22, 2, 1, 30, 31};  // template ids included
+    d.begin(prompt);
+    CHECK(calls->begun == prompt);
+  }
+  TEST_CASE("propose asks the inner drafter about the whole context") {
+    auto calls = std::make_shared<Calls>();
+    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, Tokens{40, 41}), config(false, 1, 5));
+    const Tokens prompt = {1, 9, 20, 21, 2, 1, 30};
+    d.begin(prompt);
+    Tokens context = prompt;
+    context.push_back(50);
+    CHECK(d.propose(context, 4) == Tokens{40, 41});
+    REQUIRE(calls->proposed_for.size() == 1);
+    CHECK(calls->proposed_for[0] == context);
+  }
+  TEST_CASE("observe passes every round to the inner drafter") {
+    auto calls = std::make_shared<Calls>();
+    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, Tokens{40, 41}), config(true, 1, 5));
+    const Tokens prompt = {1, 9, 20, 21};
+    d.begin(prompt);
+    Tokens context = prompt;
+    (void)d.propose(context, 5);
+    context.insert(context.end(), {40, 99});
+    d.observe(context, round_with({40, 41}, 1));
+    REQUIRE(calls->observed.size() == 1);
+    CHECK(calls->observed[0] == context);
+  }
+  TEST_CASE("proposals are cut right after the end-of-turn token") {
+    auto calls = std::make_shared<Calls>();
+    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, Tokens{40, 41, 2, 1, 42}),
+                  config(false, 1, 8));
+    d.begin(Tokens{1, 9});
+    CHECK(d.propose(Tokens{1, 9}, 5) == Tokens{40, 41, 2});
+  }
+}
+
+TEST_SUITE("How far to draft") {
+  TEST_CASE("never more drafts than the loop asked for") {
+    auto calls = std::make_shared<Calls>();
+    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)),
+                  config(true, 1, 8));
+    d.begin(Tokens{1, 9});
+    CHECK(d.propose(Tokens{1, 9}, 3).size() == 3u);
+    REQUIRE(calls->asked_k.size() == 1);
+    CHECK(calls->asked_k[0] == 3);
+  }
+  TEST_CASE("with adaptive k a rejected round shortens the next proposal") {
+    auto calls = std::make_shared<Calls>();
+    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)),
+                  config(true, 1, 6));
+    Tokens context = {1, 9};
+    d.begin(context);
+    const Tokens first = d.propose(context, 6);
+    CHECK(first.size() == 6u);
+    context.insert(context.end(), {40, 99});
+    d.observe(context, round_with(first, 1));  // one of six accepted
+    CHECK(d.controller().next_k() == 2);
+    CHECK(d.propose(context, 6).size() == 2u);
+    CHECK(calls->asked_k == std::vector<int>{6, 2});
+  }
+  TEST_CASE("without adaptive k the loop's k is used as is") {
+    auto calls = std::make_shared<Calls>();
+    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)),
+                  config(false, 1, 6));
+    Tokens context = {1, 9};
+    d.begin(context);
+    const Tokens first = d.propose(context, 6);
+    context.insert(context.end(), {99});
+    d.observe(context, round_with(first, 0));
+    CHECK(d.propose(context, 6).size() == 6u);
+    CHECK(d.controller().next_k() == 6);
+  }
+  TEST_CASE("each reply starts again from k_max") {
+    auto calls = std::make_shared<Calls>();
+    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)),
+                  config(true, 1, 5));
+    Tokens context = {1, 9};
+    d.begin(context);
+    const Tokens first = d.propose(context, 5);
+    context.insert(context.end(), {99});
+    d.observe(context, round_with(first, 0));
+    REQUIRE(d.controller().next_k() == 1);
+    context.insert(context.end(), {2, 1, 9});  // the next turn
+    d.begin(context);
+    CHECK(d.controller().next_k() == 5);
+    CHECK(d.propose(context, 5).size() == 5u);
+  }
+}
+
+}  // namespace speclab
