@@ -1,6 +1,6 @@
 // speclab_bench_model: how fast CpuLlama runs on this machine. Not a test: it reports medians.
 //
-//   prefill   tokens/s of one extend() over a P-token prompt
+//   prefill   tokens/s of one append() over a P-token prompt (no logits: what the loops do)
 //   decode    tokens/s of single-token extend() steps after that prompt
 //   verify    the time of one extend() over k + 1 tokens (a verify pass), relative to one decode
 //             step at the same context length, k = 1..kmax
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < repeats; ++r) {
     target->truncate(0);
     const double t0 = now_s();
-    target->extend(prompt);
+    target->append(prompt);
     prefill.push_back(now_s() - t0);
   }
   const double prefill_tps = prompt_len / median(prefill);
