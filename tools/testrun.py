@@ -189,20 +189,25 @@ def report_dir(build_dir):
     return os.path.join(build_dir, "labtests", "mutant-reports")
 
 
-def cmd_mutant_report(a):
-    d = report_dir(a.build_dir)
+def take_reports(d, clear):
+    """The report files in folder d, in name order. With clear, deletes them and returns []."""
     if not os.path.isdir(d):
-        return 0
-    names = sorted(os.listdir(d))
-    if a.clear:
-        for n in names:
-            os.remove(os.path.join(d, n))
-        return 0
-    if names:
+        return []
+    paths = [os.path.join(d, n) for n in sorted(os.listdir(d))]
+    if clear:
+        for p in paths:
+            os.remove(p)
+        return []
+    return paths
+
+
+def cmd_mutant_report(a):
+    paths = take_reports(report_dir(a.build_dir), a.clear)
+    if paths:
         print("\nMutants and the test cases that caught them:")
-        for n in names:
-            with open(os.path.join(d, n), encoding="utf-8") as f:
-                sys.stdout.write(f.read())
+    for p in paths:
+        with open(p, encoding="utf-8") as f:
+            sys.stdout.write(f.read())
     return 0
 
 
@@ -240,22 +245,15 @@ def record_skip(build_dir, case, output):
 
 
 def cmd_skip_report(a):
-    d = skip_dir(a.build_dir)
-    if not os.path.isdir(d):
-        return 0
-    names = sorted(os.listdir(d))
-    if a.clear:
-        for n in names:
-            os.remove(os.path.join(d, n))
-        return 0
+    paths = take_reports(skip_dir(a.build_dir), a.clear)
     by_reason = {}
-    for n in names:
-        with open(os.path.join(d, n), encoding="utf-8") as f:
+    for p in paths:
+        with open(p, encoding="utf-8") as f:
             reason, case = (f.read().split("\n") + [""])[:2]
         by_reason.setdefault(reason, []).append(case)
     if not by_reason:
         return 0
-    print(f"\nSkipped test cases ({len(names)}), and why:")
+    print(f"\nSkipped test cases ({len(paths)}), and why:")
     for reason, cases in sorted(by_reason.items()):
         print(f"  {reason}")
         for case in sorted(cases)[:5]:
