@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <vector>
 
 #include "mini_engine/model/quant.h"
 
@@ -23,15 +24,28 @@ using VecMap = Eigen::Map<Eigen::VectorXf>;
 // theta_i is formed in float as ggml does (theta_0 = pos, then times theta_scale =
 // powf(base, -2 / head_dim) per pair) rather than exactly: the two differ in the last bits,
 // more for later pairs, and llama.cpp's angles are the ones to match.
-void rope(float* x, int head_dim, int pos, float theta_scale) {
+void rope_angles(int head_dim, int pos, float theta_scale, float* cs) {
   float theta = static_cast<float>(pos);
   for (int i = 0; i < head_dim / 2; ++i) {
-    const float c = std::cos(theta), s = std::sin(theta);
+    cs[2 * i] = std::cos(theta);
+    cs[2 * i + 1] = std::sin(theta);
+    theta *= theta_scale;
+  }
+}
+
+void rope_apply(float* x, int head_dim, const float* cs) {
+  for (int i = 0; i < head_dim / 2; ++i) {
+    const float c = cs[2 * i], s = cs[2 * i + 1];
     const float x0 = x[2 * i], x1 = x[2 * i + 1];
     x[2 * i] = x0 * c - x1 * s;
     x[2 * i + 1] = x0 * s + x1 * c;
-    theta *= theta_scale;
   }
+}
+
+void rope(float* x, int head_dim, int pos, float theta_scale) {
+  std::vector<float> cs(static_cast<size_t>(head_dim));
+  rope_angles(head_dim, pos, theta_scale, cs.data());
+  rope_apply(x, head_dim, cs.data());
 }
 
 // out[0..n) = fp16(x[0..n)), rounded to nearest even (F16C where compiled in: same result).
@@ -58,22 +72,69 @@ void round_fp16_inplace(float* x, int n) {
   for (; i < n; ++i) x[i] = round_to_fp16(x[i]);
 }
 
+#if defined(__AVX512F__)
+// r[j] = the sum of a[j]'s 16 lanes, for j < 16, by a fixed tree of shuffles and adds (45
+// instructions for 16 sums, against about 8 per _mm512_reduce_add_ps).
+static inline __m512 hsum16(const __m512 a[16]) {
+  // Pairs within each 128-bit block: x[i] = [a0+a2, b0+b2, a1+a3, b1+b3], (a, b) = a[2i], a[2i+1].
+  __m512 x[8];
+  for (int i = 0; i < 8; ++i) {
+    x[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]),
+                         _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  }
+  // Quads: z[m] holds, in each 128-bit block, that block's sums of a[4m], ..., a[4m + 3].
+  __m512 z[4];
+  for (int m = 0; m < 4; ++m) {
+    z[m] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // Across the four blocks: block m of the result is the total of z[m]'s blocks.
+  const __m512 u0 = _mm512_add_ps(_mm512_shuffle_f32x4(z[0], z[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_f32x4(z[0], z[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 u1 = _mm512_add_ps(_mm512_shuffle_f32x4(z[2], z[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_f32x4(z[2], z[3], _MM_SHUFFLE(3, 2, 3, 2)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(u0, u1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+#endif
+
+// The sum of x[0..n) in double (the softmax's normalizer, as ggml forms it).
+static double sum_double(const float* x, int n) {
+  int i = 0;
+  double total = 0.0;
+#if defined(__AVX512F__)
+  __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm256_loadu_ps(x + i)));
+    s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8)));
+  }
+  total = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+#endif
+  for (; i < n; ++i) total += x[i];
+  return total;
+}
+
 // The scores K . q16 for rows [0, len) of fp16 K (len, hd), into p.
 static void scores_fp16(const std::uint16_t* k, int len, int hd, const float* q16, float* p) {
 #if defined(__AVX512F__)
-  if (hd % 32 == 0) {
-    for (int j = 0; j < len; ++j) {
-      const std::uint16_t* kj = k + static_cast<size_t>(j) * hd;
-      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-      for (int i = 0; i < hd; i += 32) {
-        const __m512 k0 =
-            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kj + i)));
-        const __m512 k1 =
-            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kj + i + 16)));
-        a0 = _mm512_fmadd_ps(k0, _mm512_loadu_ps(q16 + i), a0);
-        a1 = _mm512_fmadd_ps(k1, _mm512_loadu_ps(q16 + i + 16), a1);
+  if (hd % 16 == 0) {
+    // Sixteen keys at a time: one accumulator per key (the dimensions in order, 16 lanes), then
+    // the 16 horizontal sums at once (hsum16). Each key's sum is formed the same way whatever
+    // `len` is, so a query's scores do not depend on how many other queries share the pass.
+    for (int j0 = 0; j0 < len; j0 += 16) {
+      const int nk = std::min(16, len - j0);
+      __m512 a[16];
+      for (int j = 0; j < 16; ++j) {
+        a[j] = _mm512_setzero_ps();
+        if (j >= nk) continue;
+        const std::uint16_t* kj = k + static_cast<size_t>(j0 + j) * hd;
+        for (int i = 0; i < hd; i += 16) {
+          const __m512 kv =
+              _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kj + i)));
+          a[j] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q16 + i), a[j]);
+        }
       }
-      p[j] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+      _mm512_mask_storeu_ps(p + j0, static_cast<__mmask16>((1u << nk) - 1u), hsum16(a));
     }
     return;
   }
@@ -112,23 +173,28 @@ static void scores_fp16(const std::uint16_t* k, int len, int hd, const float* q1
 static void weighted_sum_fp16(const std::uint16_t* v, int len, int hd, const float* p, float* out) {
 #if defined(__AVX512F__)
   if (hd % 64 == 0) {
+    // Even and odd positions go to separate accumulators (added at the end), so that eight
+    // independent FMA chains hide the FMA latency. The order depends only on len.
     for (int i = 0; i < hd; i += 64) {
-      __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-      for (int j = 0; j < len; ++j) {
-        const std::uint16_t* vj = v + static_cast<size_t>(j) * hd + i;
-        const __m512 pj = _mm512_set1_ps(p[j]);
-        auto ld = [&](int o) {
-          return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vj + o)));
-        };
-        a0 = _mm512_fmadd_ps(pj, ld(0), a0);
-        a1 = _mm512_fmadd_ps(pj, ld(16), a1);
-        a2 = _mm512_fmadd_ps(pj, ld(32), a2);
-        a3 = _mm512_fmadd_ps(pj, ld(48), a3);
+      __m512 a[4], b[4];
+      for (int m = 0; m < 4; ++m) a[m] = b[m] = _mm512_setzero_ps();
+      auto row = [&](int j, int m) {
+        const std::uint16_t* vj = v + static_cast<size_t>(j) * hd + i + 16 * m;
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vj)));
+      };
+      int j = 0;
+      for (; j + 2 <= len; j += 2) {
+        const __m512 p0 = _mm512_set1_ps(p[j]), p1 = _mm512_set1_ps(p[j + 1]);
+        for (int m = 0; m < 4; ++m) {
+          a[m] = _mm512_fmadd_ps(p0, row(j, m), a[m]);
+          b[m] = _mm512_fmadd_ps(p1, row(j + 1, m), b[m]);
+        }
       }
-      _mm512_storeu_ps(out + i, a0);
-      _mm512_storeu_ps(out + i + 16, a1);
-      _mm512_storeu_ps(out + i + 32, a2);
-      _mm512_storeu_ps(out + i + 48, a3);
+      if (j < len) {
+        const __m512 p0 = _mm512_set1_ps(p[j]);
+        for (int m = 0; m < 4; ++m) a[m] = _mm512_fmadd_ps(p0, row(j, m), a[m]);
+      }
+      for (int m = 0; m < 4; ++m) _mm512_storeu_ps(out + i + 16 * m, _mm512_add_ps(a[m], b[m]));
     }
     return;
   }
@@ -176,7 +242,7 @@ void attend_fp16(const std::uint16_t* k, const std::uint16_t* v, int len, int hd
   pv *= scale;
   const float mx = pv.maxCoeff();
   pv = (pv.array() - mx).exp().matrix();
-  pv *= static_cast<float>(1.0 / pv.cast<double>().sum());
+  pv *= static_cast<float>(1.0 / sum_double(p, len));
   round_fp16_inplace(p, len);
   weighted_sum_fp16(v, len, hd, p, out);
 }

@@ -11,8 +11,15 @@ namespace speclab::cpu {
 
 // RoPE as GGUF's llama weights need it: rotates the adjacent pairs (x[2i], x[2i+1]) of one head
 // by theta_i = pos * theta_scale^i, theta_scale = base^(-2 / head_dim), i < head_dim / 2.
-// Requires head_dim even. Writes x in place.
+// Requires head_dim even. Writes x in place. Same as rope_angles then rope_apply.
 void rope(float* x, int head_dim, int pos, float theta_scale);
+
+// The rotation for one position, to share between the heads and layers that use it:
+// cs[2i] = cos(theta_i), cs[2i + 1] = sin(theta_i). cs has room for head_dim floats.
+void rope_angles(int head_dim, int pos, float theta_scale, float* cs);
+
+// Rotates one head's x in place by the angles rope_angles gave (bit-identical to rope()).
+void rope_apply(float* x, int head_dim, const float* cs);
 
 // out[0..n) = fp16(x[0..n)), rounded to nearest even.
 void to_fp16(const float* x, int n, std::uint16_t* out);

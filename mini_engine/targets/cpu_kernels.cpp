@@ -59,6 +59,15 @@ void QuantizedActs::quantize(const float* x, int rows, int cols, int ldx, ActFor
   quantize_rows(x, ldx, 0, rows, format);
 }
 
+// round_to_fp16 with F16C where compiled in (the same round-to-nearest-even result).
+static inline float round_fp16(float f) {
+#if defined(__F16C__)
+  return _cvtsh_ss(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+#else
+  return round_to_fp16(f);
+#endif
+}
+
 void QuantizedActs::quantize_rows(const float* x, int ldx, int r0, int r1, ActFormat format) {
   const int nb = blocks();
   for (int r = r0; r < r1; ++r) {
@@ -96,10 +105,10 @@ void QuantizedActs::quantize_rows(const float* x, int ldx, int r0, int r1, ActFo
       }
 #endif
       const float d = amax / 127.0f;
-      const float d16 = round_to_fp16(d);
+      const float d16 = round_fp16(d);
       d_[static_cast<size_t>(r) * nb + b] = d16;
       s_[static_cast<size_t>(r) * nb + b] = format == ActFormat::q8_1
-                                                ? round_to_fp16(d * static_cast<float>(sum))
+                                                ? round_fp16(d * static_cast<float>(sum))
                                                 : d16 * static_cast<float>(sum);
     }
   }

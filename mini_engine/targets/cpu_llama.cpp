@@ -71,12 +71,12 @@ struct CpuLlama::Scratch {
   Buf att;   // (n, q_dim) attention output, heads side by side
   Buf gate;  // (n, n_ff) gate, then silu(gate) * up
   Buf up;    // (n, n_ff)
+  Buf rope;  // (n, head_dim): each token's RoPE angles (cpu::rope_angles), shared by every layer
   cpu::QuantizedActs qa_embd;  // (n, n_embd) quantized normalized input of Wq/Wk/Wv/Wgate/Wup/Wout
   cpu::QuantizedActs qa_att;   // (n, q_dim) quantized attention output, the input of Wo
   cpu::QuantizedActs qa_ff;    // (n, n_ff) quantized silu(gate) * up, the input of Wdown
   std::vector<Buf> probs;  // per thread: attention weights of one query
   std::vector<Buf> q16;    // per thread: one query head rounded to fp16
-
 };
 
 std::unique_ptr<CpuLlama> CpuLlama::open(const std::string& path, CpuLlamaOptions options) {
@@ -212,6 +212,7 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
     S.att.resize(static_cast<size_t>(n) * q_dim);
     S.gate.resize(static_cast<size_t>(n) * F);
     S.up.resize(static_cast<size_t>(n) * F);
+    S.rope.resize(static_cast<size_t>(n) * hd);
   }
   int max_pos = 0;
   for (int t = 0; t < n; ++t) max_pos = std::max(max_pos, rows[t].pos);
@@ -252,6 +253,8 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
       for (Range tr = my_slice(n); tr.begin < tr.end; ++tr.begin) {
         cpu::dequantize_matrix_row(w_.token_embd, tokens[tr.begin],
                                    S.x.data() + static_cast<size_t>(tr.begin) * E);
+        cpu::rope_angles(hd, rows[tr.begin].pos, rope_theta_scale_,
+                         S.rope.data() + static_cast<size_t>(tr.begin) * hd);
       }
 #pragma omp barrier
       for (int l = 0; l < hp.n_layer; ++l) {
@@ -285,12 +288,13 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
             const int t = j / heads, h = j % heads, pos = rows[t].pos;
             KvCache& kv = *rows[t].cache;
             float* row = S.qkv.data() + static_cast<size_t>(t) * qkv_w;
+            const float* cs = S.rope.data() + static_cast<size_t>(t) * hd;
             if (h < hp.n_head) {
-              cpu::rope(row + h * hd, hd, pos, rope_theta_scale_);
+              cpu::rope_apply(row + h * hd, hd, cs);
             } else {
               const int g = h - hp.n_head;
               float* k = row + q_dim + g * hd;
-              cpu::rope(k, hd, pos, rope_theta_scale_);
+              cpu::rope_apply(k, hd, cs);
               cpu::to_fp16(k, hd, k_at(kv, l, g, pos));
               cpu::to_fp16(row + q_dim + kv_dim + g * hd, hd, v_at(kv, l, g, pos));
             }

@@ -335,14 +335,23 @@ TEST_SUITE("engine_forward / attention arithmetic") {
     cpu::rope(x.data(), hd, pos, theta_scale);
     // theta is formed in float as ggml does: a few float ulps of angle, times pos.
     for (int i = 0; i < hd; ++i) CHECK(x[i] == doctest::Approx(want[i]).epsilon(1e-4));
+    {  // the shared-angles form gives the same bits
+      std::vector<float> y(hd), cs(hd);
+      for (int i = 0; i < hd; ++i) y[i] = static_cast<float>(uniform01(5, 1, i) * 2 - 1);
+      cpu::rope_angles(hd, pos, theta_scale, cs.data());
+      cpu::rope_apply(y.data(), hd, cs.data());
+      CHECK(y == x);
+    }
     std::vector<float> zero_pos = want;
     cpu::rope(zero_pos.data(), hd, 0, theta_scale);
     CHECK(zero_pos == want);  // position 0 is the identity
   }
 
   TEST_CASE("attend_fp16 is softmax attention in double up to the fp16 roundings") {
-    for (const int hd : {64, 48, 8}) {  // the AVX-512, AVX2 and scalar paths
-      for (const int len : {1, 7, 40}) {
+    // hd 64: AVX-512 throughout; 48: AVX-512 scores, AVX2 weighted sum; 16: AVX-512 scores,
+    // scalar weighted sum; 8: scalar. The lengths cover partial, whole and several 16-key blocks.
+    for (const int hd : {64, 48, 16, 8}) {
+      for (const int len : {1, 7, 16, 17, 40}) {
         std::vector<float> kf(static_cast<size_t>(len) * hd), vf(kf.size()), q(hd);
         for (size_t i = 0; i < kf.size(); ++i) {
           kf[i] = static_cast<float>(uniform01(6, 1, i) * 2 - 1);

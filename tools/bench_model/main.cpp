@@ -3,7 +3,8 @@
 //   prefill   tokens/s of one append() over a P-token prompt (no logits: what the loops do)
 //   decode    tokens/s of single-token extend() steps after that prompt
 //   verify    the time of one extend() over k + 1 tokens (a verify pass), relative to one decode
-//             step at the same context length, k = 1..kmax
+//             step at the same context length, k = 1..kmax: the median over repeats of each
+//             repeat's own ratio
 //
 // The output is plain text, or one JSON object with --json (tools/bench_model.py reads it).
 #include <CLI/CLI.hpp>
@@ -101,15 +102,21 @@ int main(int argc, char** argv) {
 
   // Decode: greedy steps after the prompt. Verify passes are timed at the same context lengths,
   // interleaved with the decode steps, so both see the same machine load and cache state.
+  // The cost ratio is formed within each repeat (that repeat's verify median over its decode
+  // median), and the median of those ratios is reported with their range: the machine's speed
+  // drifts between repeats, and a ratio of two medians taken over all repeats would mix states.
   std::vector<double> step;
   std::vector<std::vector<double>> verify(static_cast<size_t>(kmax) + 1);
+  std::vector<std::vector<double>> ratio(static_cast<size_t>(kmax) + 1);
   for (int r = 0; r < repeats; ++r) {
     target->truncate(prompt_len);
     Token next = prompt.back();
+    std::vector<double> step_r;
+    std::vector<std::vector<double>> verify_r(static_cast<size_t>(kmax) + 1);
     for (int s = 0; s < decode_steps; ++s) {
       const double t0 = now_s();
       Logits l = target->extend(std::span<const Token>(&next, 1));
-      step.push_back(now_s() - t0);
+      step_r.push_back(now_s() - t0);
       next = argmax(l.row(0));
       if (s % std::max(1, decode_steps / 4) == 0) {
         const int len = target->length();
@@ -117,10 +124,17 @@ int main(int argc, char** argv) {
           std::vector<Token> pass(static_cast<size_t>(k) + 1, next);
           const double t1 = now_s();
           target->extend(pass);
-          verify[static_cast<size_t>(k)].push_back(now_s() - t1);
+          verify_r[static_cast<size_t>(k)].push_back(now_s() - t1);
           target->truncate(len);
         }
       }
+    }
+    step.insert(step.end(), step_r.begin(), step_r.end());
+    for (int k = 1; k <= kmax; ++k) {
+      const auto& vk = verify_r[static_cast<size_t>(k)];
+      verify[static_cast<size_t>(k)].insert(verify[static_cast<size_t>(k)].end(), vk.begin(),
+                                            vk.end());
+      ratio[static_cast<size_t>(k)].push_back(median(vk) / median(step_r));
     }
   }
   const double step_s = median(step);
@@ -138,7 +152,13 @@ int main(int argc, char** argv) {
   nlohmann::json v = nlohmann::json::array();
   for (int k = 1; k <= kmax; ++k) {
     const double m = median(verify[static_cast<size_t>(k)]);
-    v.push_back({{"k", k}, {"tokens", k + 1}, {"ms", m * 1e3}, {"relative_to_decode", m / step_s}});
+    const auto& rk = ratio[static_cast<size_t>(k)];
+    v.push_back({{"k", k},
+                 {"tokens", k + 1},
+                 {"ms", m * 1e3},
+                 {"relative_to_decode", median(rk)},
+                 {"relative_min", *std::min_element(rk.begin(), rk.end())},
+                 {"relative_max", *std::max_element(rk.begin(), rk.end())}});
   }
   out["verify"] = v;
   if (json) {
@@ -150,10 +170,13 @@ int main(int argc, char** argv) {
               g_cpu_time ? "process CPU time" : "wall clock");
   std::printf("  prefill  %8.1f tokens/s\n", prefill_tps);
   std::printf("  decode   %8.1f tokens/s  (%.2f ms per step)\n", 1.0 / step_s, step_s * 1e3);
-  std::printf("  verify pass of k+1 tokens, cost relative to one decode step:\n");
+  std::printf("  verify pass of k+1 tokens, cost relative to one decode step (median of the\n"
+              "  per-repeat ratios, and their range):\n");
   for (const auto& e : v) {
-    std::printf("    k=%d  %2d tokens  %7.2f ms  %5.2fx\n", e["k"].get<int>(), e["tokens"].get<int>(),
-                e["ms"].get<double>(), e["relative_to_decode"].get<double>());
+    std::printf("    k=%d  %2d tokens  %7.2f ms  %5.2fx  (%.2f-%.2f)\n", e["k"].get<int>(),
+                e["tokens"].get<int>(), e["ms"].get<double>(),
+                e["relative_to_decode"].get<double>(), e["relative_min"].get<double>(),
+                e["relative_max"].get<double>());
   }
   return 0;
 }
