@@ -16,6 +16,8 @@ set(SPECLAB_CASE_TIMEOUT 30 CACHE STRING "Seconds one test case may run before i
 set(SPECLAB_CASE_MEMORY_MB 2048 CACHE STRING "Address-space limit (MiB) for one test case")
 set(SPECLAB_HIDDEN_TESTS_DIR "" CACHE PATH
     "Grading builds only (tools/grade): instructor-only lab tests, DIR/labNN/*.cpp")
+option(SPECLAB_REFERENCE_LAB_DEPS
+    "Grading builds only (tools/grade): a lab's starter links its LAB_DEPS' reference solutions" OFF)
 if(SPECLAB_ASAN)
   set(SPECLAB_CASE_MEMORY_MB 0)  # AddressSanitizer reserves terabytes of address space
 endif()
@@ -112,7 +114,10 @@ endfunction()
 #   LINK <libs>      linked as they are to every implementation (e.g. lab01_solution)
 #   LAB_DEPS <labs>  earlier labs linked with the SAME implementation as this one: the starter
 #                    gets <dep>_starter (the student's own code), the solution and the mutants get
-#                    <dep>_solution (so a mutant differs from the reference in one place only)
+#                    <dep>_solution (so a mutant differs from the reference in one place only).
+#                    A grading build (SPECLAB_REFERENCE_LAB_DEPS=ON, set by tools/grade) links
+#                    <dep>_solution to the starter too: each lab is graded on its own file only,
+#                    whichever other labs are graded with it and in whatever order.
 function(speclab_add_lab lab)
   cmake_parse_arguments(L "" "DIR;TIMEOUT" "MUTANTS;LINK;LAB_DEPS" ${ARGN})
   if(NOT L_TIMEOUT)
@@ -163,7 +168,7 @@ function(speclab_add_lab lab)
     # LAB_DEPS come first, so that the starter's own <dep>_starter resolves the earlier labs'
     # symbols before any <dep>_solution another lab's LINK brings in.
     set(dep_impl solution)
-    if(impl STREQUAL "starter")
+    if(impl STREQUAL "starter" AND NOT SPECLAB_REFERENCE_LAB_DEPS)
       set(dep_impl starter)
     endif()
     foreach(dep IN LISTS L_LAB_DEPS)

@@ -11,6 +11,10 @@ its lab file plus the test run.
 Which labs: --lab (repeatable), else the labs in the submission's MANIFEST.json, else every lab
 whose editable file the submission contains.
 
+Each lab is graded on its own file only: a lab that builds on earlier labs (lab07's LAB_DEPS) is
+linked with their reference solutions, so its grade does not depend on the submission's other
+labs, on which labs are graded, or on their order.
+
 Outputs (--out DIR): grade.json, results.json (Gradescope) and junit.xml. With one SUBMISSION
 they go into DIR (default grades/NAME); with several, into DIR/NAME/ (default DIR: grades), plus
 DIR/summary.csv.

@@ -8,7 +8,9 @@ The instructor's checkout is only ever read. Each run refreshes WORK/src from it
 the files whose content changed, so the build stays incremental: grading a submission recompiles
 the lab's starter target and relinks its test executables, nothing else. A student's file is
 written into WORK/src only; hidden tests are compiled from where they live
-(SPECLAB_HIDDEN_TESTS_DIR) and never enter WORK/src.
+(SPECLAB_HIDDEN_TESTS_DIR) and never enter WORK/src. The earlier labs a lab builds on (LAB_DEPS)
+are linked as their reference solutions (SPECLAB_REFERENCE_LAB_DEPS), so no lab's test
+executables depend on another lab's placed file.
 """
 import fcntl
 import glob
@@ -158,8 +160,12 @@ class Workspace:
         t = time.monotonic()
         for stale in glob.glob(os.path.join(self.build, "labtests", "*.lab")):
             os.remove(stale)  # configuring writes one per declared lab; a removed lab leaves none
+        # SPECLAB_REFERENCE_LAB_DEPS: a lab's starter links its LAB_DEPS' reference solutions, so
+        # a lab's grade depends on its own file only (book/instructors.md, "Labs that build on
+        # earlier labs").
         rc, out = self._cmake(["-S", self.src, "-B", self.build, "-DCMAKE_BUILD_TYPE=Release",
-                               "-DSPECLAB_ASAN=OFF", f"-DSPECLAB_HIDDEN_TESTS_DIR={hidden}"], 600)
+                               "-DSPECLAB_ASAN=OFF", "-DSPECLAB_REFERENCE_LAB_DEPS=ON",
+                               f"-DSPECLAB_HIDDEN_TESTS_DIR={hidden}"], 600)
         if rc != 0:
             raise GradingError(f"configuring the grading build in {self.build} failed:\n"
                                f"{out[-6000:]}")
