@@ -243,6 +243,12 @@ class CaseRunner(unittest.TestCase):
         self.assertEqual(runner.classify(r), "output_limit")
         self.assertLess(len(r.output), 2 * testrun.OUTPUT_KEEP + 200)
 
+    def test_a_skipped_case_says_why_it_skipped(self):
+        r = self.run_fake('print("SKIPPED: the model file is missing")\nsys.exit(77)', timeout=20)
+        self.assertEqual(runner.classify(r), "skipped")
+        self.assertEqual(runner.summarize("skipped", r.output, r, "case"),
+                         "was skipped: the model file is missing")
+
     def test_a_case_that_never_ends_is_killed_at_its_timeout(self):
         r = self.run_fake("time.sleep(60)", timeout=1)
         self.assertEqual(r.status, "timeout")

@@ -68,6 +68,8 @@ def summarize(status, output, run=None, name=""):
     if status == "failed":
         m = re.search(r"ERROR: (.*)", output)
         return m.group(1).strip()[:300] if m else STATUSES[status]
+    if status == "skipped":
+        return f"{STATUSES[status]}: {testrun.skip_reason(output)}"[:300]
     if status in ("segfault", "abort", "crashed", "output_limit") and run is not None:
         return f"{STATUSES[status]} (killed by {run.signal})"
     m = re.search(r"^(TIMEOUT|MEMORY|EXITED|ERROR): (.*)$", output, re.M)
