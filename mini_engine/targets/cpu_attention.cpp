@@ -123,15 +123,27 @@ static void scores_fp16(const std::uint16_t* k, int len, int hd, const float* q1
     // `len` is, so a query's scores do not depend on how many other queries share the pass.
     for (int j0 = 0; j0 < len; j0 += 16) {
       const int nk = std::min(16, len - j0);
+      // Rows past the end repeat row j0 (their lanes are not stored), so every load is valid.
+      std::uint32_t off[16];
+      for (int j = 0; j < 16; ++j) off[j] = static_cast<std::uint32_t>((j < nk ? j : 0) * hd);
+      const std::uint16_t* kb = k + static_cast<size_t>(j0) * hd;
       __m512 a[16];
-      for (int j = 0; j < 16; ++j) {
-        a[j] = _mm512_setzero_ps();
-        if (j >= nk) continue;
-        const std::uint16_t* kj = k + static_cast<size_t>(j0 + j) * hd;
-        for (int i = 0; i < hd; i += 16) {
-          const __m512 kv =
-              _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kj + i)));
-          a[j] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q16 + i), a[j]);
+      // Dimensions outside, keys inside: 16 independent FMA chains, not 16 chains one by one.
+      {
+        const __m512 q0 = _mm512_loadu_ps(q16);
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; ++j) {
+          a[j] = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
+                                   reinterpret_cast<const __m256i*>(kb + off[j]))), q0);
+        }
+      }
+      for (int i = 16; i < hd; i += 16) {
+        const __m512 qi = _mm512_loadu_ps(q16 + i);
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; ++j) {
+          a[j] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
+                                     reinterpret_cast<const __m256i*>(kb + off[j] + i))),
+                                 qi, a[j]);
         }
       }
       _mm512_mask_storeu_ps(p + j0, static_cast<__mmask16>((1u << nk) - 1u), hsum16(a));
