@@ -72,31 +72,31 @@ void round_fp16_inplace(float* x, int n) {
   for (; i < n; ++i) x[i] = round_to_fp16(x[i]);
 }
 
-#if defined(__AVX512F__)
-// r[j] = the sum of a[j]'s 16 lanes, for j < 16, by a fixed tree of shuffles and adds (45
-// instructions for 16 sums, against about 8 per _mm512_reduce_add_ps).
-static inline __m512 hsum16(const __m512 a[16]) {
-  // Pairs within each 128-bit block: x[i] = [a0+a2, b0+b2, a1+a3, b1+b3], (a, b) = a[2i], a[2i+1].
-  __m512 x[8];
-  for (int i = 0; i < 8; ++i) {
-    x[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]),
-                         _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+void store_key_fp16(const float* k, int hd, int pos, std::uint16_t* keys) {
+  std::uint16_t* dst = keys + key_index(pos, 0, hd);
+  std::uint16_t h[64];
+  for (int i0 = 0; i0 < hd; i0 += 64) {  // to_fp16 converts 8 at a time, then one per lane
+    const int n = std::min(64, hd - i0);
+    to_fp16(k + i0, n, h);
+    for (int i = 0; i < n; ++i) dst[static_cast<size_t>(i0 + i) * kKeyBlock] = h[i];
   }
-  // Quads: z[m] holds, in each 128-bit block, that block's sums of a[4m], ..., a[4m + 3].
-  __m512 z[4];
-  for (int m = 0; m < 4; ++m) {
-    z[m] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_shuffle_ps(x[2 * m], x[2 * m + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-  }
-  // Across the four blocks: block m of the result is the total of z[m]'s blocks.
-  const __m512 u0 = _mm512_add_ps(_mm512_shuffle_f32x4(z[0], z[1], _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_shuffle_f32x4(z[0], z[1], _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m512 u1 = _mm512_add_ps(_mm512_shuffle_f32x4(z[2], z[3], _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_shuffle_f32x4(z[2], z[3], _MM_SHUFFLE(3, 2, 3, 2)));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(u0, u1, _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_f32x4(u0, u1, _MM_SHUFFLE(3, 1, 3, 1)));
 }
-#endif
+
+std::size_t attend_scratch_floats(const AttentionQuery* queries, int nq) {
+  int longest = 0;
+  for (int q = 0; q < nq; ++q) longest = std::max(longest, queries[q].len);
+  return static_cast<size_t>(nq) * static_cast<size_t>(key_slots(longest));
+}
+
+// The arithmetic, per query (both paths below follow it operation for operation):
+//   score_j = (a_0 + a_1) + (a_2 + a_3),  a_u = fma(q_i, k_ji, a_u) over the dimensions
+//             i = u, u + 4, u + 8, ... in order, from 0: four chains, so that the vector path
+//             has independent FMAs to overlap;
+//   p = softmax(scale * score) in float, with the normalizer summed in double, as ggml forms it,
+//       and each weight rounded to fp16 (ggml converts a product's float operand to the fp16
+//       type of V);
+//   out_i = fma(p_j, v_ji, out_i) over the positions j = 0, 1, ... in order, from 0.
+// The query is rounded to fp16 for the same reason as the weights (the caller does that).
 
 // The sum of x[0..n) in double (the softmax's normalizer, as ggml forms it).
 static double sum_double(const float* x, int n) {
@@ -114,149 +114,148 @@ static double sum_double(const float* x, int n) {
   return total;
 }
 
-// The scores K . q16 for rows [0, len) of fp16 K (len, hd), into p.
-static void scores_fp16(const std::uint16_t* k, int len, int hd, const float* q16, float* p) {
-#if defined(__AVX512F__)
-  if (hd % 16 == 0) {
-    // Sixteen keys at a time: one accumulator per key (the dimensions in order, 16 lanes), then
-    // the 16 horizontal sums at once (hsum16). Each key's sum is formed the same way whatever
-    // `len` is, so a query's scores do not depend on how many other queries share the pass.
-    for (int j0 = 0; j0 < len; j0 += 16) {
-      const int nk = std::min(16, len - j0);
-      // Rows past the end repeat row j0 (their lanes are not stored), so every load is valid.
-      std::uint32_t off[16];
-      for (int j = 0; j < 16; ++j) off[j] = static_cast<std::uint32_t>((j < nk ? j : 0) * hd);
-      const std::uint16_t* kb = k + static_cast<size_t>(j0) * hd;
-      __m512 a[16];
-      // Dimensions outside, keys inside: 16 independent FMA chains, not 16 chains one by one.
-      {
-        const __m512 q0 = _mm512_loadu_ps(q16);
-#pragma GCC unroll 16
-        for (int j = 0; j < 16; ++j) {
-          a[j] = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
-                                   reinterpret_cast<const __m256i*>(kb + off[j]))), q0);
-        }
-      }
-      for (int i = 16; i < hd; i += 16) {
-        const __m512 qi = _mm512_loadu_ps(q16 + i);
-#pragma GCC unroll 16
-        for (int j = 0; j < 16; ++j) {
-          a[j] = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
-                                     reinterpret_cast<const __m256i*>(kb + off[j] + i))),
-                                 qi, a[j]);
-        }
-      }
-      _mm512_mask_storeu_ps(p + j0, static_cast<__mmask16>((1u << nk) - 1u), hsum16(a));
-    }
-    return;
-  }
-#endif
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-  if (hd % 16 == 0) {  // laptops without AVX-512: 8 lanes
-    for (int j = 0; j < len; ++j) {
-      const std::uint16_t* kj = k + static_cast<size_t>(j) * hd;
-      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-      for (int i = 0; i < hd; i += 16) {
-        const __m256 k0 =
-            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kj + i)));
-        const __m256 k1 =
-            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kj + i + 8)));
-        a0 = _mm256_fmadd_ps(k0, _mm256_loadu_ps(q16 + i), a0);
-        a1 = _mm256_fmadd_ps(k1, _mm256_loadu_ps(q16 + i + 8), a1);
-      }
-      const __m256 a = _mm256_add_ps(a0, a1);
-      __m128 r = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-      r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-      r = _mm_add_ss(r, _mm_movehdup_ps(r));
-      p[j] = _mm_cvtss_f32(r);
-    }
-    return;
-  }
-#endif
-  for (int j = 0; j < len; ++j) {
-    const std::uint16_t* kj = k + static_cast<size_t>(j) * hd;
-    float dot = 0.0f;
-    for (int i = 0; i < hd; ++i) dot += fp16_to_fp32(kj[i]) * q16[i];
-    p[j] = dot;
-  }
-}
-
-// out = V^T p for fp16 V (len, hd).
-static void weighted_sum_fp16(const std::uint16_t* v, int len, int hd, const float* p, float* out) {
-#if defined(__AVX512F__)
-  if (hd % 64 == 0) {
-    // Even and odd positions go to separate accumulators (added at the end), so that eight
-    // independent FMA chains hide the FMA latency. The order depends only on len.
-    for (int i = 0; i < hd; i += 64) {
-      __m512 a[4], b[4];
-      for (int m = 0; m < 4; ++m) a[m] = b[m] = _mm512_setzero_ps();
-      auto row = [&](int j, int m) {
-        const std::uint16_t* vj = v + static_cast<size_t>(j) * hd + i + 16 * m;
-        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vj)));
-      };
-      int j = 0;
-      for (; j + 2 <= len; j += 2) {
-        const __m512 p0 = _mm512_set1_ps(p[j]), p1 = _mm512_set1_ps(p[j + 1]);
-        for (int m = 0; m < 4; ++m) {
-          a[m] = _mm512_fmadd_ps(p0, row(j, m), a[m]);
-          b[m] = _mm512_fmadd_ps(p1, row(j + 1, m), b[m]);
-        }
-      }
-      if (j < len) {
-        const __m512 p0 = _mm512_set1_ps(p[j]);
-        for (int m = 0; m < 4; ++m) a[m] = _mm512_fmadd_ps(p0, row(j, m), a[m]);
-      }
-      for (int m = 0; m < 4; ++m) _mm512_storeu_ps(out + i + 16 * m, _mm512_add_ps(a[m], b[m]));
-    }
-    return;
-  }
-#endif
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-  if (hd % 32 == 0) {
-    for (int i = 0; i < hd; i += 32) {
-      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-      for (int j = 0; j < len; ++j) {
-        const std::uint16_t* vj = v + static_cast<size_t>(j) * hd + i;
-        const __m256 pj = _mm256_set1_ps(p[j]);
-        auto ld = [&](int o) {
-          return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vj + o)));
-        };
-        a0 = _mm256_fmadd_ps(pj, ld(0), a0);
-        a1 = _mm256_fmadd_ps(pj, ld(8), a1);
-        a2 = _mm256_fmadd_ps(pj, ld(16), a2);
-        a3 = _mm256_fmadd_ps(pj, ld(24), a3);
-      }
-      _mm256_storeu_ps(out + i, a0);
-      _mm256_storeu_ps(out + i + 8, a1);
-      _mm256_storeu_ps(out + i + 16, a2);
-      _mm256_storeu_ps(out + i + 24, a3);
-    }
-    return;
-  }
-#endif
-  std::fill_n(out, hd, 0.0f);
-  for (int j = 0; j < len; ++j) {
-    const std::uint16_t* vj = v + static_cast<size_t>(j) * hd;
-    for (int i = 0; i < hd; ++i) out[i] += p[j] * fp16_to_fp32(vj[i]);
-  }
-}
-
-// Attention of one query over `len` cached fp16 positions, with llama.cpp's roundings (its
-// non-flash-attention CPU path, the default): the scores K . q with q rounded to fp16 (ggml
-// converts a product's float operand to the fp16 type of the cache), a float softmax with the
-// sum in double, and the weights rounded to fp16 before they multiply V. Products are summed in
-// float. K and V are (len, hd) row-major; `q16` is q already rounded; `p` has room for len
-// floats.
-void attend_fp16(const std::uint16_t* k, const std::uint16_t* v, int len, int hd, const float* q16,
-                 float scale, float* p, float* out) {
-  scores_fp16(k, len, hd, q16, p);
+// p[0..len) = fp16(softmax(scale * p[0..len))). p starts 64-byte aligned relative to the
+// scratch (rows have a whole number of 16-float blocks), so Eigen's vectorized exp splits a
+// given len the same way every time.
+static void softmax_fp16(float* p, int len, float scale) {
   VecMap pv(p, len);
   pv *= scale;
   const float mx = pv.maxCoeff();
   pv = (pv.array() - mx).exp().matrix();
   pv *= static_cast<float>(1.0 / sum_double(p, len));
   round_fp16_inplace(p, len);
-  weighted_sum_fp16(v, len, hd, p, out);
+}
+
+static int longest_len(const AttentionQuery* queries, int nq) {
+  int longest = 0;
+  for (int q = 0; q < nq; ++q) longest = std::max(longest, queries[q].len);
+  return longest;
+}
+
+void attend_fp16_scalar(const std::uint16_t* keys, const std::uint16_t* v, int hd, float scale,
+                        const AttentionQuery* queries, int nq, float* p) {
+  const size_t stride = static_cast<size_t>(key_slots(longest_len(queries, nq)));
+  for (int q = 0; q < nq; ++q) {
+    const AttentionQuery& a = queries[q];
+    float* pq = p + static_cast<size_t>(q) * stride;
+    for (int j = 0; j < a.len; ++j) {
+      float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (int i = 0; i < hd; ++i) {
+        s[i % 4] = std::fma(a.q16[i], fp16_to_fp32(keys[key_index(j, i, hd)]), s[i % 4]);
+      }
+      pq[j] = (s[0] + s[1]) + (s[2] + s[3]);
+    }
+    softmax_fp16(pq, a.len, scale);
+    for (int i = 0; i < hd; ++i) {
+      float acc = 0.0f;
+      for (int j = 0; j < a.len; ++j) {
+        acc = std::fma(pq[j], fp16_to_fp32(v[static_cast<size_t>(j) * hd + i]), acc);
+      }
+      a.out[i] = acc;
+    }
+  }
+}
+
+#if defined(__AVX512F__)
+namespace {
+
+// Up to 6 queries at a time: 6 x 4 score accumulators, or 6 x 4 output accumulators plus 4
+// value vectors, stay inside the 32 vector registers.
+constexpr int kQueryTile = 6;
+
+// Scores of queries[0..QB) against keys [0, longest) (16 at a time, every lane a key) into
+// their rows of p. Lanes past a query's len are stored too (its row has room) and ignored.
+template <int QB>
+void scores_tile(const std::uint16_t* keys, int hd, const AttentionQuery* queries, float* p,
+                 size_t stride) {
+  const int longest = longest_len(queries, QB);
+  for (int j0 = 0; j0 < longest; j0 += kKeyBlock) {
+    const std::uint16_t* kb = keys + static_cast<size_t>(j0) * hd;
+    __m512 a[QB][4];
+    for (int q = 0; q < QB; ++q) {
+      for (int u = 0; u < 4; ++u) a[q][u] = _mm512_setzero_ps();
+    }
+    for (int i = 0; i < hd; i += 4) {
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) {
+        const __m512 k = _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kb + (i + u) * kKeyBlock)));
+        for (int q = 0; q < QB; ++q) {
+          a[q][u] = _mm512_fmadd_ps(_mm512_set1_ps(queries[q].q16[i + u]), k, a[q][u]);
+        }
+      }
+    }
+    for (int q = 0; q < QB; ++q) {
+      if (j0 >= queries[q].len) continue;
+      _mm512_storeu_ps(p + q * stride + j0, _mm512_add_ps(_mm512_add_ps(a[q][0], a[q][1]),
+                                                          _mm512_add_ps(a[q][2], a[q][3])));
+    }
+  }
+}
+
+// out = V^T p for queries[0..QB): each value row is widened once and used by every query whose
+// len reaches it (masked FMAs leave the others' sums untouched). Requires hd % 64 == 0.
+template <int QB>
+void weighted_sum_tile(const std::uint16_t* v, int hd, const AttentionQuery* queries,
+                       const float* p, size_t stride) {
+  const int longest = longest_len(queries, QB);
+  for (int i0 = 0; i0 < hd; i0 += 64) {
+    __m512 acc[QB][4];
+    for (int q = 0; q < QB; ++q) {
+      for (int m = 0; m < 4; ++m) acc[q][m] = _mm512_setzero_ps();
+    }
+    for (int j = 0; j < longest; ++j) {
+      const std::uint16_t* vj = v + static_cast<size_t>(j) * hd + i0;
+      __m512 row[4];
+      for (int m = 0; m < 4; ++m) {
+        row[m] = _mm512_cvtph_ps(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(vj + 16 * m)));
+      }
+      for (int q = 0; q < QB; ++q) {
+        const bool in = j < queries[q].len;
+        const __mmask16 mask = in ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>(0);
+        const __m512 pj = _mm512_set1_ps(in ? p[q * stride + j] : 0.0f);
+        for (int m = 0; m < 4; ++m) acc[q][m] = _mm512_mask3_fmadd_ps(pj, row[m], acc[q][m], mask);
+      }
+    }
+    for (int q = 0; q < QB; ++q) {
+      for (int m = 0; m < 4; ++m) _mm512_storeu_ps(queries[q].out + i0 + 16 * m, acc[q][m]);
+    }
+  }
+}
+
+template <int QB>
+void attend_tile(const std::uint16_t* keys, const std::uint16_t* v, int hd, float scale,
+                 const AttentionQuery* queries, float* p, size_t stride) {
+  scores_tile<QB>(keys, hd, queries, p, stride);
+  for (int q = 0; q < QB; ++q) softmax_fp16(p + q * stride, queries[q].len, scale);
+  weighted_sum_tile<QB>(v, hd, queries, p, stride);
+}
+
+}  // namespace
+#endif
+
+void attend_fp16(const std::uint16_t* keys, const std::uint16_t* v, int hd, float scale,
+                 const AttentionQuery* queries, int nq, float* p) {
+#if defined(__AVX512F__)
+  if (hd % 64 == 0) {
+    const size_t stride = static_cast<size_t>(key_slots(longest_len(queries, nq)));
+    for (int q0 = 0; q0 < nq; q0 += kQueryTile) {
+      const AttentionQuery* qs = queries + q0;
+      float* pt = p + static_cast<size_t>(q0) * stride;
+      switch (std::min(kQueryTile, nq - q0)) {
+        case 1: attend_tile<1>(keys, v, hd, scale, qs, pt, stride); break;
+        case 2: attend_tile<2>(keys, v, hd, scale, qs, pt, stride); break;
+        case 3: attend_tile<3>(keys, v, hd, scale, qs, pt, stride); break;
+        case 4: attend_tile<4>(keys, v, hd, scale, qs, pt, stride); break;
+        case 5: attend_tile<5>(keys, v, hd, scale, qs, pt, stride); break;
+        default: attend_tile<6>(keys, v, hd, scale, qs, pt, stride); break;
+      }
+    }
+    return;
+  }
+#endif
+  attend_fp16_scalar(keys, v, hd, scale, queries, nq, p);
 }
 
 }  // namespace speclab::cpu

@@ -25,6 +25,32 @@ using ConstVecMap = Eigen::Map<const Eigen::VectorXf>;
 // Prefills longer than this run in chunks, which bounds the scratch memory; the result is the
 // same because attention is causal.
 constexpr int kMaxChunk = 512;
+// The most queries per attention work item: cpu::attend_fp16's tile (it widens each K and V
+// vector once for them).
+constexpr int kQueriesPerItem = 6;
+
+// How many queries go in one attention work item, given the number of queries of each (run of
+// one sequence's rows, KV head) and the thread count. Bigger items widen each K and V vector for
+// more queries; smaller ones split a short pass more evenly between the threads (a verify pass
+// of 6 tokens has 18 queries per KV head of SmolLM2: 9 items of 6 leave one thread 5 and the
+// other 4, 18 items of 3 split 9 and 9). The choice minimizes the busiest thread's estimated
+// time, ceil(items / threads) * (s + 0.5) in units of one query's work, where the 0.5 is the
+// widening an item shares (measured on Zen 5: 6 per item won for a 160-token prefill, 3 for a
+// 6-token verify pass and a decode step). Ties go to the bigger item.
+int attention_item_size(const std::vector<int>& queries_per_head, int threads) {
+  int best = kQueriesPerItem;
+  double best_time = 0.0;
+  for (int s = kQueriesPerItem; s >= 1; --s) {
+    long long items = 0;
+    for (int q : queries_per_head) items += (q + s - 1) / s;
+    const double time = static_cast<double>((items + threads - 1) / threads) * (s + 0.5);
+    if (s == kQueriesPerItem || time < best_time) {
+      best = s;
+      best_time = time;
+    }
+  }
+  return best;
+}
 
 // [begin, end) of n items for this thread, in contiguous slices rounded to `grain`.
 struct Range {
@@ -75,8 +101,17 @@ struct CpuLlama::Scratch {
   cpu::QuantizedActs qa_embd;  // (n, n_embd) quantized normalized input of Wq/Wk/Wv/Wgate/Wup/Wout
   cpu::QuantizedActs qa_att;   // (n, q_dim) quantized attention output, the input of Wo
   cpu::QuantizedActs qa_ff;    // (n, n_ff) quantized silu(gate) * up, the input of Wdown
-  std::vector<Buf> probs;  // per thread: attention weights of one query
-  std::vector<Buf> q16;    // per thread: one query head rounded to fp16
+  // The attention's work items: the queries (token t, head h) of one sequence's rows that read
+  // the same KV head, up to kQueriesPerItem of them (attention_item_size() says how many).
+  struct AttentionItem {
+    int first_row;     // the run of the sequence's consecutive rows starts here
+    int g;             // the KV head
+    int first, count;  // queries [first, first + count) of the run: query i is row
+                       // first_row + i / group, head g * group + i % group
+  };
+  std::vector<AttentionItem> attention_items;
+  std::vector<Buf> probs;  // per thread: attention scratch (cpu::attend_scratch_floats)
+  std::vector<Buf> q16;    // per thread: the queries of one item, rounded to fp16
 };
 
 std::unique_ptr<CpuLlama> CpuLlama::open(const std::string& path, CpuLlamaOptions options) {
@@ -127,12 +162,15 @@ void CpuLlama::truncate(int new_len) {
 void CpuLlama::reserve_kv(KvCache& kv, int n_tokens, int keep) const {
   if (n_tokens <= kv.capacity) return;
   // Grow geometrically (amortized O(1) per token), never past max_length().
-  const int cap = std::min(max_length_, std::max({n_tokens, 2 * kv.capacity, 256}));
+  // Whole 16-key blocks (cpu::key_slots): the keys' layout comes in blocks of 16 positions.
+  const int cap =
+      cpu::key_slots(std::min(max_length_, std::max({n_tokens, 2 * kv.capacity, 256})));
   const LlamaHParams& hp = w_.hp;
   const size_t slabs = static_cast<size_t>(hp.n_layer) * hp.n_head_kv;
   const size_t hd = static_cast<size_t>(hp.head_dim);
   cpu::AlignedVector<std::uint16_t> k(slabs * cap * hd), v(slabs * cap * hd);
-  const size_t kept = static_cast<size_t>(keep) * hd;
+  // A slab's first key_slots(keep) positions are whole blocks of keys, and rows of values.
+  const size_t kept = static_cast<size_t>(cpu::key_slots(keep)) * hd;
   for (size_t s = 0; s < slabs; ++s) {
     std::copy_n(kv.k.begin() + s * kv.capacity * hd, kept, k.begin() + s * cap * hd);
     std::copy_n(kv.v.begin() + s * kv.capacity * hd, kept, v.begin() + s * cap * hd);
@@ -216,18 +254,39 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
   }
   int max_pos = 0;
   for (int t = 0; t < n; ++t) max_pos = std::max(max_pos, rows[t].pos);
+  // The attention's items: each run of consecutive rows of one sequence, per KV head, in groups
+  // of attention_item_size() queries that widen each K and V vector once (cpu::attend_fp16).
+  std::vector<int> run_starts, queries_per_head;  // runs of one sequence's consecutive rows
+  for (int r0 = 0, r1 = 0; r0 < n; r0 = r1) {
+    for (r1 = r0 + 1; r1 < n && rows[r1].cache == rows[r0].cache; ++r1) {
+    }
+    run_starts.push_back(r0);
+    for (int g = 0; g < hp.n_head_kv; ++g) queries_per_head.push_back((r1 - r0) * group);
+  }
+  const int item_size = attention_item_size(queries_per_head, threads_);
+  S.attention_items.clear();
+  for (size_t r = 0; r < run_starts.size(); ++r) {
+    for (int g = 0; g < hp.n_head_kv; ++g) {
+      const int queries = queries_per_head[r * hp.n_head_kv + g];
+      for (int f = 0; f < queries; f += item_size) {
+        S.attention_items.push_back({run_starts[r], g, f, std::min(item_size, queries - f)});
+      }
+    }
+  }
   S.probs.resize(static_cast<size_t>(threads_));
-  for (auto& p : S.probs) p.resize(static_cast<size_t>(max_pos + 1));
+  for (auto& p : S.probs) {
+    p.resize(static_cast<size_t>(kQueriesPerItem) * cpu::key_slots(max_pos + 1));
+  }
   S.q16.resize(static_cast<size_t>(threads_));
-
-  for (auto& q : S.q16) q.resize(static_cast<size_t>(hd));
+  for (auto& q : S.q16) q.resize(static_cast<size_t>(kQueriesPerItem) * hd);
   // Sized here, outside the parallel region: inside it the threads only fill disjoint rows.
   S.qa_embd.reset(n, E);
   S.qa_att.reset(n, q_dim);
   S.qa_ff.reset(n, F);
 
-  auto k_at = [&](KvCache& kv, int l, int g, int pos) {
-    return kv.k.data() + ((static_cast<size_t>(l) * hp.n_head_kv + g) * kv.capacity + pos) * hd;
+  // Layer l, KV head g: its keys (cpu::key_index layout) and its value rows.
+  auto keys_at = [&](KvCache& kv, int l, int g) {
+    return kv.k.data() + (static_cast<size_t>(l) * hp.n_head_kv + g) * kv.capacity * hd;
   };
   auto v_at = [&](KvCache& kv, int l, int g, int pos) {
     return kv.v.data() + ((static_cast<size_t>(l) * hp.n_head_kv + g) * kv.capacity + pos) * hd;
@@ -295,7 +354,7 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
               const int g = h - hp.n_head;
               float* k = row + q_dim + g * hd;
               cpu::rope_apply(k, hd, cs);
-              cpu::to_fp16(k, hd, k_at(kv, l, g, pos));
+              cpu::store_key_fp16(k, hd, pos, keys_at(kv, l, g));
               cpu::to_fp16(row + q_dim + kv_dim + g * hd, hd, v_at(kv, l, g, pos));
             }
           }
@@ -304,17 +363,24 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
         // Causal attention: query (t, h) sees positions 0..rows[t].pos of its own sequence's
         // KV head h / group.
         {
-          const Range jr = my_slice(n * hp.n_head);
+          const Range ir = my_slice(static_cast<int>(S.attention_items.size()));
           Scratch::Buf& probs = S.probs[static_cast<size_t>(tid)];
           Scratch::Buf& q16 = S.q16[static_cast<size_t>(tid)];
-          for (int j = jr.begin; j < jr.end; ++j) {
-            const int h = j / n, t = j % n, g = h / group, len = rows[t].pos + 1;
-            KvCache& kv = *rows[t].cache;
-            const float* q = S.qkv.data() + static_cast<size_t>(t) * qkv_w + h * hd;
-            std::copy_n(q, hd, q16.data());
-            cpu::round_fp16_inplace(q16.data(), hd);
-            cpu::attend_fp16(k_at(kv, l, g, 0), v_at(kv, l, g, 0), len, hd, q16.data(), att_scale,
-                        probs.data(), S.att.data() + static_cast<size_t>(t) * q_dim + h * hd);
+          cpu::AttentionQuery queries[kQueriesPerItem];
+          for (int i = ir.begin; i < ir.end; ++i) {
+            const Scratch::AttentionItem& item = S.attention_items[static_cast<size_t>(i)];
+            for (int j = 0; j < item.count; ++j) {
+              const int t = item.first_row + (item.first + j) / group;
+              const int h = item.g * group + (item.first + j) % group;
+              float* qj = q16.data() + static_cast<size_t>(j) * hd;
+              std::copy_n(S.qkv.data() + static_cast<size_t>(t) * qkv_w + h * hd, hd, qj);
+              cpu::round_fp16_inplace(qj, hd);
+              queries[j] = {qj, rows[t].pos + 1,
+                            S.att.data() + static_cast<size_t>(t) * q_dim + h * hd};
+            }
+            KvCache& kv = *rows[item.first_row].cache;
+            cpu::attend_fp16(keys_at(kv, l, item.g), v_at(kv, l, item.g, 0), hd, att_scale,
+                             queries, item.count, probs.data());
           }
         }
 #pragma omp barrier

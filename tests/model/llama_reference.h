@@ -59,28 +59,32 @@ inline Logits reference_llama_logits(const LlamaWeights& w, std::span<const Toke
   for (const LlamaLayer& L : w.layers) {
     const Mat xn = rmsnorm(x, L.attn_norm);
     Mat q = project(L.wq, xn), k = project(L.wk, xn), v = project(L.wv, xn);
-    // K and V as the engine caches them: fp16 rows, per KV head (len, hd).
+    // K and V as the engine caches them, per KV head: fp16 keys in 16-position blocks
+    // (cpu::key_index), fp16 value rows (len, hd).
     std::vector<std::vector<std::uint16_t>> k16(static_cast<size_t>(hp.n_head_kv)),
         v16(static_cast<size_t>(hp.n_head_kv));
     for (int t = 0; t < n; ++t) {
       for (int h = 0; h < hp.n_head; ++h) cpu::rope(&q[t][h * hd], hd, t, theta_scale);
       for (int g = 0; g < hp.n_head_kv; ++g) {
         cpu::rope(&k[t][g * hd], hd, t, theta_scale);
-        for (auto* kv : {&k16, &v16}) (*kv)[g].resize(static_cast<size_t>(n) * hd);
-        cpu::to_fp16(&k[t][g * hd], hd, &k16[g][static_cast<size_t>(t) * hd]);
+        k16[g].resize(static_cast<size_t>(cpu::key_slots(n)) * hd);
+        v16[g].resize(static_cast<size_t>(n) * hd);
+        cpu::store_key_fp16(&k[t][g * hd], hd, t, k16[g].data());
         cpu::to_fp16(&v[t][g * hd], hd, &v16[g][static_cast<size_t>(t) * hd]);
       }
     }
     Mat att = mat(n, qd);
-    std::vector<float> p(static_cast<size_t>(n)), q16(static_cast<size_t>(hd));
+    cpu::AlignedVector<float> p(static_cast<size_t>(cpu::key_slots(n)));
+    std::vector<float> q16(static_cast<size_t>(hd));
     for (int t = 0; t < n; ++t) {
       for (int h = 0; h < hp.n_head; ++h) {
         const int g = h / (hp.n_head / hp.n_head_kv);  // query heads share KV heads in groups
         std::copy_n(&q[t][h * hd], hd, q16.data());
         cpu::round_fp16_inplace(q16.data(), hd);
-        // Causal: query t sees positions 0..t.
-        cpu::attend_fp16(k16[g].data(), v16[g].data(), t + 1, hd, q16.data(),
-                         1.0f / std::sqrt(static_cast<float>(hd)), p.data(), &att[t][h * hd]);
+        // Causal: query t sees positions 0..t. One query at a time (the engine passes several).
+        const cpu::AttentionQuery query{q16.data(), t + 1, &att[t][h * hd]};
+        cpu::attend_fp16(k16[g].data(), v16[g].data(), hd, 1.0f / std::sqrt(static_cast<float>(hd)),
+                         &query, 1, p.data());
       }
     }
     const Mat o = project(L.wo, att);

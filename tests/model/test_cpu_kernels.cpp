@@ -348,8 +348,8 @@ TEST_SUITE("engine_forward / attention arithmetic") {
   }
 
   TEST_CASE("attend_fp16 is softmax attention in double up to the fp16 roundings") {
-    // hd 64: AVX-512 throughout; 48: AVX-512 scores, AVX2 weighted sum; 16: AVX-512 scores,
-    // scalar weighted sum; 8: scalar. The lengths cover partial, whole and several 16-key blocks.
+    // hd 64: the AVX-512 path; 48, 16, 8: the scalar path. The lengths cover partial, whole and
+    // several 16-key blocks.
     for (const int hd : {64, 48, 16, 8}) {
       for (const int len : {1, 7, 16, 17, 40}) {
         std::vector<float> kf(static_cast<size_t>(len) * hd), vf(kf.size()), q(hd);
@@ -358,13 +358,18 @@ TEST_SUITE("engine_forward / attention arithmetic") {
           vf[i] = static_cast<float>(uniform01(6, 2, i) * 2 - 1);
         }
         for (int i = 0; i < hd; ++i) q[i] = static_cast<float>(uniform01(6, 3, i) * 4 - 2);
-        std::vector<std::uint16_t> k16(kf.size()), v16(vf.size());
-        cpu::to_fp16(kf.data(), static_cast<int>(kf.size()), k16.data());
+        // Keys in their 16-position blocks, values as rows.
+        std::vector<std::uint16_t> k16(static_cast<size_t>(cpu::key_slots(len)) * hd),
+            v16(vf.size());
+        for (int j = 0; j < len; ++j) cpu::store_key_fp16(&kf[j * hd], hd, j, k16.data());
         cpu::to_fp16(vf.data(), static_cast<int>(vf.size()), v16.data());
         cpu::round_fp16_inplace(q.data(), hd);
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-        std::vector<float> p(static_cast<size_t>(len)), out(hd);
-        cpu::attend_fp16(k16.data(), v16.data(), len, hd, q.data(), scale, p.data(), out.data());
+        std::vector<float> out(hd);
+        const cpu::AttentionQuery query{q.data(), len, out.data()};
+        cpu::AlignedVector<float> p(cpu::attend_scratch_floats(&query, 1));
+        REQUIRE(p.size() == static_cast<size_t>(cpu::key_slots(len)));
+        cpu::attend_fp16(k16.data(), v16.data(), hd, scale, &query, 1, p.data());
         // Reference in double over the same fp16 K, V and q.
         std::vector<double> s(static_cast<size_t>(len));
         double mx = -1e300, z = 0;
@@ -383,6 +388,51 @@ TEST_SUITE("engine_forward / attention arithmetic") {
           // The weights are rounded to fp16 (2^-11 relative each) before they multiply V.
           CHECK(std::fabs(out[i] - acc) <= 2e-3);
         }
+      }
+    }
+  }
+
+  TEST_CASE("attend_fp16: a query's bits do not depend on the queries that share the call") {
+    // What makes a prefill, a verify pass and single decode steps agree: the engine hands
+    // attend_fp16 up to 6 queries of a KV head at once, of different lengths. Each must come out
+    // exactly as it does alone, and exactly as the scalar path (which spells out the order of
+    // operations) computes it.
+    for (const int hd : {64, 128, 48}) {
+      // Many queries and keys: an ulp of difference in a score survives the fp16 rounding of
+      // its weight only now and then, so the check needs many weights to see a wrong order.
+      const int longest = 300, nq = 48;
+      std::vector<float> kf(static_cast<size_t>(longest) * hd), q(static_cast<size_t>(nq) * hd);
+      for (size_t i = 0; i < kf.size(); ++i) kf[i] = static_cast<float>(uniform01(7, 1, i) * 2 - 1);
+      for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<float>(uniform01(7, 2, i) * 6 - 3);
+      cpu::round_fp16_inplace(q.data(), static_cast<int>(q.size()));
+      std::vector<std::uint16_t> k16(static_cast<size_t>(cpu::key_slots(longest)) * hd),
+          v16(kf.size());
+      for (int j = 0; j < longest; ++j) cpu::store_key_fp16(&kf[j * hd], hd, j, k16.data());
+      std::vector<float> vf(kf.size());
+      for (size_t i = 0; i < vf.size(); ++i) vf[i] = static_cast<float>(uniform01(7, 3, i) * 2 - 1);
+      cpu::to_fp16(vf.data(), static_cast<int>(vf.size()), v16.data());
+      const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+      // Lengths as in a verify pass (consecutive), short and whole-block ones, and random ones.
+      int lens[nq] = {40, 41, 42, 43, 44, 45, 1, 16, 17, 32, 300, 5, 33};
+      for (int i = 13; i < nq; ++i) lens[i] = 1 + static_cast<int>(uniform01(7, 4, i) * 299.99);
+      std::vector<float> together(static_cast<size_t>(nq) * hd), alone(together.size()),
+          scalar(together.size());
+      std::vector<cpu::AttentionQuery> queries(nq);
+      for (int i = 0; i < nq; ++i) queries[i] = {&q[i * hd], lens[i], &together[i * hd]};
+      cpu::AlignedVector<float> p(cpu::attend_scratch_floats(queries.data(), nq));
+      cpu::attend_fp16(k16.data(), v16.data(), hd, scale, queries.data(), nq, p.data());
+      for (int i = 0; i < nq; ++i) {
+        const cpu::AttentionQuery one{&q[i * hd], lens[i], &alone[i * hd]};
+        cpu::AlignedVector<float> p1(cpu::attend_scratch_floats(&one, 1));
+        cpu::attend_fp16(k16.data(), v16.data(), hd, scale, &one, 1, p1.data());
+      }
+      for (int i = 0; i < nq; ++i) queries[i].out = &scalar[i * hd];
+      cpu::attend_fp16_scalar(k16.data(), v16.data(), hd, scale, queries.data(), nq, p.data());
+      INFO("hd ", hd);
+      for (size_t i = 0; i < together.size(); ++i) {
+        INFO("query ", i / hd, " dimension ", i % hd);
+        REQUIRE(together[i] == alone[i]);
+        REQUIRE(together[i] == scalar[i]);
       }
     }
   }
