@@ -260,6 +260,11 @@ class Bench(unittest.TestCase):
                 self.assertTrue(c["identical"])
                 self.assertEqual(len(c["plain_seconds"]), 2)
                 self.assertEqual(len(c["acceptance_by_position"]) <= c["k"], True)
+            # Each case is timed against its own plain runs (back to back with its speculative
+            # ones), not against one plain run shared by every case of the workload.
+            for w in ("toy-periodic", "toy-markov", "toy-random"):
+                plains = [tuple(c["plain_seconds"]) for c in data["cases"] if c["workload"] == w]
+                self.assertEqual(len(set(plains)), len(plains), w)
             self.assertGreater(by[("toy-periodic", "prompt-lookup", 4)]["tokens_per_run"], 2.0)
             self.assertEqual(by[("toy-random", "prompt-lookup", 4)]["tokens_per_run"], 1.0)
 

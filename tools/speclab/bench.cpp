@@ -1,8 +1,11 @@
 // `speclab bench`: the drafter arena. Runs workloads x drafters x parameters (k, n) x repeats.
 //
-// For every conversation of a workload, plain decoding runs first, then each case's speculative
-// decoding, on the same target and with the same prompt; every speculative output must equal
-// the plain one token for token, or the bench fails (exit status 1) and says where. Each run
+// For every conversation of a workload and every case, plain decoding runs and then the case's
+// speculative decoding, back to back, on the same target and with the same prompt: each case's
+// speedup is timed against its own plain run, taken a moment before, so a machine whose speed
+// drifts during the bench (a shared one does) does not favour the cases that run first. Every
+// speculative output must equal the plain one token for token, or the bench fails (exit status 1)
+// and says where. Each run
 // starts from an empty KV cache, so neither side gets the other's prefill for free; a later turn
 // reuses its own conversation's cache, as a chat server would. A case gets a fresh drafter per
 // conversation, kept across that conversation's turns.
@@ -438,7 +441,7 @@ int run_bench(const BenchOptions& o) {
       }
       for (const Case& cs : cases) check_n_fits(cs.drafter, *m.target, first.size(), o.max_new_tokens);
     }
-    total_runs += static_cast<long>(w.items.size()) * static_cast<long>(1 + cases.size()) * o.repeats;
+    total_runs += static_cast<long>(w.items.size()) * static_cast<long>(2 * cases.size()) * o.repeats;
   }
 
   if (!o.batches.empty()) {
@@ -472,14 +475,14 @@ int run_bench(const BenchOptions& o) {
     for (const Workload& w : workloads) {
       Model& model = model_for(w.name);
       for (const Conversation& conv : w.items) {
-        SpecStats base_all, base_later;
-        double base_seconds = 0.0;
-        const auto base_out = run_conversation(model, conv, nullptr, VerifyRule{}, base_dc,
-                                               base_all, base_later, base_seconds, cpu_clock);
-        progress.advance(1, w.name + "/" + conv.id + " plain");
         for (size_t ci = 0; ci < cases.size(); ++ci) {
           const Case& cs = cases[ci];
           CaseResult& r = results[result_base + ci];
+          SpecStats base_all, base_later;
+          double base_seconds = 0.0;
+          const auto base_out = run_conversation(model, conv, nullptr, VerifyRule{}, base_dc,
+                                                 base_all, base_later, base_seconds, cpu_clock);
+          progress.advance(1, w.name + "/" + conv.id + " plain");
           DecodeConfig dc = base_dc;
           dc.k = cs.k;
           DrafterOptions options = cs.drafter;
@@ -490,7 +493,7 @@ int run_bench(const BenchOptions& o) {
                                                  r.spec_later_turns, spec_seconds, cpu_clock);
           r.base_seconds[rep] += base_seconds;
           r.spec_seconds[rep] += spec_seconds;
-          // Plain decoding's counters, once per case, for its tokens/s.
+          // Plain decoding's counters, for its tokens/s.
           r.base.emitted += base_all.emitted;
           r.base.target_runs += base_all.target_runs;
           r.base.prefill_seconds += base_all.prefill_seconds;
@@ -549,7 +552,8 @@ void add_bench(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "bench",
       "The drafter arena: workloads x drafters x parameters x repeats. Each case runs plain and "
-      "speculative decoding on the same target, fails if their outputs differ, and reports "
+      "speculative decoding back to back on the same target (so each speedup is timed side by "
+      "side), fails if their outputs differ, and reports "
       "acceptance length, per-position acceptance, drafter cost and the median wall speedup");
   add_target_flags(*cmd, o->target);
   add_drafter_flags(*cmd, o->drafter, &o->drafters, &o->ns);
