@@ -64,6 +64,18 @@ Range my_slice(int n, int grain = 1) {
   return {std::min(b, n), std::min(e, n)};
 }
 
+// This thread's share of n items whose costs are not alike: item i goes to the thread whose
+// slice of the total cost holds the item's midpoint, mid[i] = (cost of items before i) +
+// cost_i / 2 (increasing in i). Contiguous, and together the threads cover every item once.
+Range my_weighted_slice(const std::vector<double>& mid, double total) {
+  const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+  const auto boundary = [&](int k) {
+    if (k >= nt) return static_cast<int>(mid.size());
+    return static_cast<int>(std::lower_bound(mid.begin(), mid.end(), total * k / nt) - mid.begin());
+  };
+  return {boundary(id), boundary(id + 1)};
+}
+
 // x * w / sqrt(mean(x^2) + eps), one row. As ggml: the squares (float) summed in double, the
 // scale 1 / sqrtf(mean + eps) in float, then (x * scale) * w.
 void rmsnorm(const float* x, const float* w, float eps, int n, float* out) {
@@ -110,6 +122,11 @@ struct CpuLlama::Scratch {
                        // first_row + i / group, head g * group + i % group
   };
   std::vector<AttentionItem> attention_items;
+  // Their cost midpoints for my_weighted_slice (a causal prefill's later tokens attend to more
+  // positions, so equal item counts would leave the thread with the late tokens working longer),
+  // and the total cost.
+  std::vector<double> attention_mid;
+  double attention_total = 0.0;
   std::vector<Buf> probs;  // per thread: attention scratch (cpu::attend_scratch_floats)
   std::vector<Buf> q16;    // per thread: the queries of one item, rounded to fp16
 };
@@ -265,11 +282,25 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
   }
   const int item_size = attention_item_size(queries_per_head, threads_);
   S.attention_items.clear();
+  S.attention_mid.clear();
+  S.attention_total = 0.0;
   for (size_t r = 0; r < run_starts.size(); ++r) {
     for (int g = 0; g < hp.n_head_kv; ++g) {
       const int queries = queries_per_head[r * hp.n_head_kv + g];
       for (int f = 0; f < queries; f += item_size) {
-        S.attention_items.push_back({run_starts[r], g, f, std::min(item_size, queries - f)});
+        const Scratch::AttentionItem item{run_starts[r], g, f, std::min(item_size, queries - f)};
+        // Cost in positions read: each query's length, plus half the longest for the widening
+        // the item's queries share (attention_item_size's model).
+        int sum = 0, longest = 0;
+        for (int j = item.first; j < item.first + item.count; ++j) {
+          const int len = rows[item.first_row + j / group].pos + 1;
+          sum += len;
+          longest = std::max(longest, len);
+        }
+        const double cost = sum + 0.5 * longest;
+        S.attention_items.push_back(item);
+        S.attention_mid.push_back(S.attention_total + 0.5 * cost);
+        S.attention_total += cost;
       }
     }
   }
@@ -363,7 +394,7 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
         // Causal attention: query (t, h) sees positions 0..rows[t].pos of its own sequence's
         // KV head h / group.
         {
-          const Range ir = my_slice(static_cast<int>(S.attention_items.size()));
+          const Range ir = my_weighted_slice(S.attention_mid, S.attention_total);
           Scratch::Buf& probs = S.probs[static_cast<size_t>(tid)];
           Scratch::Buf& q16 = S.q16[static_cast<size_t>(tid)];
           cpu::AttentionQuery queries[kQueriesPerItem];
