@@ -62,8 +62,10 @@ class CpuLlama final : public Target {
  private:
   friend class CpuLlamaBatch;  // runs several sequences' KV caches through one forward pass
   struct Scratch;
-  // One sequence's KV cache, per layer l and KV head g: capacity rows of head_dim fp16 values,
-  // k[((l * n_head_kv + g) * capacity + pos) * head_dim + i]; likewise v. fp16 as llama.cpp's
+  // One sequence's KV cache, per layer l and KV head g a slab of capacity * head_dim fp16 values
+  // at ((l * n_head_kv + g) * capacity) * head_dim: in v, one row per position,
+  // v[slab + pos * head_dim + i]; in k, keys in 16-position blocks, k[slab + cpu::key_index(pos,
+  // i, head_dim)] (cpu_attention.h; capacity is a whole number of blocks). fp16 as llama.cpp's
   // default cache (type_k = type_v = F16): half the memory of floats, and the same rounding of
   // K and V as the engine we check against.
   struct KvCache {
