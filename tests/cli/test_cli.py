@@ -265,6 +265,15 @@ class Bench(unittest.TestCase):
             for w in ("toy-periodic", "toy-markov", "toy-random"):
                 plains = [tuple(c["plain_seconds"]) for c in data["cases"] if c["workload"] == w]
                 self.assertEqual(len(set(plains)), len(plains), w)
+            # The spread behind each mean AL: one AL per conversation (3 prompts), around it.
+            for c in data["cases"]:
+                per_conv = c["tokens_per_run_by_conversation"]
+                self.assertEqual(len(per_conv), 3, c["drafter"])
+                self.assertLessEqual(min(per_conv), c["tokens_per_run"] + 1e-9)
+                self.assertGreaterEqual(max(per_conv), c["tokens_per_run"] - 1e-9)
+            self.assertIn("AL range", out)
+            header = rows[0].split(",")
+            self.assertIn("tokens_per_run_by_conversation", header)
             self.assertGreater(by[("toy-periodic", "prompt-lookup", 4)]["tokens_per_run"], 2.0)
             self.assertEqual(by[("toy-random", "prompt-lookup", 4)]["tokens_per_run"], 1.0)
 

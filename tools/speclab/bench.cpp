@@ -489,8 +489,13 @@ int run_bench(const BenchOptions& o) {
           options.stop_tokens = model.codec->stop_tokens();
           std::unique_ptr<Drafter> drafter = make_drafter(options, cs.k);
           double spec_seconds = 0.0;
+          const std::int64_t emitted_before = r.spec.emitted, runs_before = r.spec.target_runs;
           const auto spec_out = run_conversation(model, conv, drafter.get(), verify, dc, r.spec,
                                                  r.spec_later_turns, spec_seconds, cpu_clock);
+          if (rep == 0 && r.spec.target_runs > runs_before) {
+            r.conversation_al.push_back(static_cast<double>(r.spec.emitted - emitted_before) /
+                                        static_cast<double>(r.spec.target_runs - runs_before));
+          }
           r.base_seconds[rep] += base_seconds;
           r.spec_seconds[rep] += spec_seconds;
           // Plain decoding's counters, for its tokens/s.

@@ -80,6 +80,14 @@ double CaseResult::decode_speedup() const {
   return spec_decode > 0 ? base_decode / spec_decode : 0.0;
 }
 
+std::string CaseResult::al_range() const {
+  if (conversation_al.empty()) return "-";
+  const auto [lo, hi] = std::minmax_element(conversation_al.begin(), conversation_al.end());
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f-%.2f", *lo, *hi);
+  return text;
+}
+
 void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseResult>& cases) {
   bool multi_turn = false;
   for (const CaseResult& c : cases) multi_turn = multi_turn || c.spec_later_turns.target_runs > 0;
@@ -87,12 +95,13 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
                meta.model.c_str(), meta.lab_impl.c_str(),
                meta.temperature == 0.0 ? "greedy" : "sampled", meta.max_new_tokens, meta.repeats,
                meta.clock.c_str());
-  std::fprintf(out, "%-16s %-14s %3s %3s %6s %6s %6s %8s %9s %9s %8s %7s  %s\n", "workload",
-               "drafter", "k", "n", "AL", multi_turn ? "AL t2+" : "", "acc%", "draft", "plain",
-               "spec", "speedup", "decode", "acceptance by draft position");
+  std::fprintf(out, "%-16s %-14s %3s %3s %6s %11s %6s %6s %8s %9s %9s %8s %7s  %s\n",
+               "workload", "drafter", "k", "n", "AL", "AL range", multi_turn ? "AL t2+" : "",
+               "acc%", "draft", "plain", "spec", "speedup", "decode",
+               "acceptance by draft position");
   const std::string clock = "(" + meta.clock + ")";
-  std::fprintf(out, "%-16s %-14s %3s %3s %6s %6s %6s %8s %9s %9s %8s %7s\n", "", "", "", "",
-               "tok/run", "", "", "us/tok", "tok/s", "tok/s", clock.c_str(), "only");
+  std::fprintf(out, "%-16s %-14s %3s %3s %6s %11s %6s %6s %8s %9s %9s %8s %7s\n", "", "", "", "",
+               "tok/run", "by prompt", "", "", "us/tok", "tok/s", "tok/s", clock.c_str(), "only");
   std::string last_workload;
   for (const CaseResult& c : cases) {
     if (!last_workload.empty() && c.workload != last_workload) std::fputc('\n', out);
@@ -106,8 +115,10 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
       std::snprintf(t2, sizeof t2, "-");
     }
     std::fprintf(out,
-                 "%-16s %-14s %3d %3s %6.2f %6s %5.1f%% %8.1f %9.1f %9.1f %7.2fx %6.2fx  %s%s\n",
-                 c.workload.c_str(), c.drafter.c_str(), c.k, n_text, c.spec.tokens_per_run(), t2,
+                 "%-16s %-14s %3d %3s %6.2f %11s %6s %5.1f%% %8.1f %9.1f %9.1f %7.2fx %6.2fx  "
+                 "%s%s\n",
+                 c.workload.c_str(), c.drafter.c_str(), c.k, n_text, c.spec.tokens_per_run(),
+                 c.al_range().c_str(), t2,
                  100.0 * c.spec.acceptance_rate(), c.draft_us_per_token(),
                  c.base_tokens_per_second(), c.spec_tokens_per_second(), c.speedup_median(),
                  c.decode_speedup(),
@@ -115,7 +126,8 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
                  c.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
   }
   std::fprintf(out,
-               "\nAL: tokens per target run (mean acceptance length). acc%%: accepted / drafted. "
+               "\nAL: tokens per target run (mean acceptance length); AL range: the lowest and "
+               "highest AL of one conversation (prompt), first repeat. acc%%: accepted / drafted. "
                "speedup: plain time / speculative time (%s clock), median over repeats.\n"
                "decode only: the same without the prompt's prefill (wall clock, summed over "
                "repeats).\n",
@@ -127,7 +139,8 @@ void write_csv(const std::string& path, const BenchMeta& meta,
   std::ofstream out = open_for_writing(path);
   out << "model,lab_impl,clock,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
          "target_runs,drafted,accepted,emitted,tokens_per_run,acceptance_rate,"
-         "acceptance_by_position,tokens_per_run_turn2plus,draft_us_per_token,"
+         "tokens_per_run_by_conversation,acceptance_by_position,tokens_per_run_turn2plus,"
+         "draft_us_per_token,"
          "plain_tokens_per_s,spec_tokens_per_s,speedup_median,decode_speedup,plain_seconds,"
          "spec_seconds,"
          "identical,target_runs_turn2plus,emitted_turn2plus\n";
@@ -148,7 +161,7 @@ void write_csv(const std::string& path, const BenchMeta& meta,
         << c.drafter << ',' << csv_field(c.drafter_name) << ',' << c.k << ',' << c.n << ','
         << c.spec.target_runs << ',' << c.spec.drafted << ',' << c.spec.accepted << ','
         << c.spec.emitted << ',' << c.spec.tokens_per_run() << ',' << c.spec.acceptance_rate()
-        << ',' << acceptance_by_position(c.spec, ";", 4) << ','
+        << ',' << joined(c.conversation_al) << ',' << acceptance_by_position(c.spec, ";", 4) << ','
         << (c.spec_later_turns.target_runs > 0 ? std::to_string(c.spec_later_turns.tokens_per_run())
                                                : std::string())
         << ',' << c.draft_us_per_token() << ',' << c.base_tokens_per_second() << ','
@@ -189,6 +202,7 @@ void write_json(const std::string& path, const BenchMeta& meta,
         {"emitted", c.spec.emitted},
         {"tokens_per_run", c.spec.tokens_per_run()},
         {"acceptance_rate", c.spec.acceptance_rate()},
+        {"tokens_per_run_by_conversation", c.conversation_al},
         {"acceptance_by_position", by_position},
         {"accept_length_hist", c.spec.accept_length_hist},
         {"tokens_per_run_turn2plus",
