@@ -77,12 +77,11 @@ Range my_weighted_slice(const std::vector<double>& mid, double total) {
 }
 
 // x * w / sqrt(mean(x^2) + eps), one row. As ggml: the squares (float) summed in double, the
-// scale 1 / sqrtf(mean + eps) in float, then (x * scale) * w.
+// scale 1 / sqrtf(mean + eps) in float, then (x * scale) * w. ggml adds the squares one after
+// another; here eight double lanes do (a sequential sum waits on the add's latency at every
+// element: 3% of a prefill). The order moves the double total in its last bits only, far below
+// the float it becomes.
 void rmsnorm(const float* x, const float* w, float eps, int n, float* out) {
-  // The squares in float, summed in double, as ggml does. Its loop adds them one after another;
-  // eight double lanes here (a sequential sum waits on the add's latency at every element, 3%
-  // of a prefill). Summing in another order moves the double total in its last bits, far below
-  // the float it becomes.
   double ss = 0.0;
   int i = 0;
 #if defined(__AVX512F__) && defined(__AVX512DQ__)
@@ -142,9 +141,49 @@ struct CpuLlama::Scratch {
   // and the total cost.
   std::vector<double> attention_mid;
   double attention_total = 0.0;
+  // Fills attention_items, attention_mid and attention_total for a pass over rows[0, n).
+  void plan_attention(const RowSlot* rows, int n, const LlamaHParams& hp, int threads);
   std::vector<Buf> probs;  // per thread: attention scratch (cpu::attend_scratch_floats)
   std::vector<Buf> q16;    // per thread: the queries of one item, rounded to fp16
 };
+
+void CpuLlama::Scratch::plan_attention(const RowSlot* rows, int n, const LlamaHParams& hp,
+                                       int threads) {
+  const int group = hp.n_head / hp.n_head_kv;
+  // The attention's items: each run of consecutive rows of one sequence, per KV head, in groups
+  // of attention_item_size() queries that widen each K and V vector once (cpu::attend_fp16).
+  std::vector<int> run_starts, queries_per_head;  // runs of one sequence's consecutive rows
+  for (int r0 = 0, r1 = 0; r0 < n; r0 = r1) {
+    for (r1 = r0 + 1; r1 < n && rows[r1].cache == rows[r0].cache; ++r1) {
+    }
+    run_starts.push_back(r0);
+    for (int g = 0; g < hp.n_head_kv; ++g) queries_per_head.push_back((r1 - r0) * group);
+  }
+  const int item_size = attention_item_size(queries_per_head, threads);
+  attention_items.clear();
+  attention_mid.clear();
+  attention_total = 0.0;
+  for (size_t r = 0; r < run_starts.size(); ++r) {
+    for (int g = 0; g < hp.n_head_kv; ++g) {
+      const int queries = queries_per_head[r * hp.n_head_kv + g];
+      for (int f = 0; f < queries; f += item_size) {
+        const AttentionItem item{run_starts[r], g, f, std::min(item_size, queries - f)};
+        // Cost in positions read: each query's length, plus half the longest for the widening
+        // the item's queries share (attention_item_size's model).
+        int sum = 0, longest = 0;
+        for (int j = item.first; j < item.first + item.count; ++j) {
+          const int len = rows[item.first_row + j / group].pos + 1;
+          sum += len;
+          longest = std::max(longest, len);
+        }
+        const double cost = sum + 0.5 * longest;
+        attention_items.push_back(item);
+        attention_mid.push_back(attention_total + 0.5 * cost);
+        attention_total += cost;
+      }
+    }
+  }
+}
 
 std::unique_ptr<CpuLlama> CpuLlama::open(const std::string& path, CpuLlamaOptions options) {
   return std::make_unique<CpuLlama>(GgufFile::open(path), options);
@@ -286,39 +325,7 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
   }
   int max_pos = 0;
   for (int t = 0; t < n; ++t) max_pos = std::max(max_pos, rows[t].pos);
-  // The attention's items: each run of consecutive rows of one sequence, per KV head, in groups
-  // of attention_item_size() queries that widen each K and V vector once (cpu::attend_fp16).
-  std::vector<int> run_starts, queries_per_head;  // runs of one sequence's consecutive rows
-  for (int r0 = 0, r1 = 0; r0 < n; r0 = r1) {
-    for (r1 = r0 + 1; r1 < n && rows[r1].cache == rows[r0].cache; ++r1) {
-    }
-    run_starts.push_back(r0);
-    for (int g = 0; g < hp.n_head_kv; ++g) queries_per_head.push_back((r1 - r0) * group);
-  }
-  const int item_size = attention_item_size(queries_per_head, threads_);
-  S.attention_items.clear();
-  S.attention_mid.clear();
-  S.attention_total = 0.0;
-  for (size_t r = 0; r < run_starts.size(); ++r) {
-    for (int g = 0; g < hp.n_head_kv; ++g) {
-      const int queries = queries_per_head[r * hp.n_head_kv + g];
-      for (int f = 0; f < queries; f += item_size) {
-        const Scratch::AttentionItem item{run_starts[r], g, f, std::min(item_size, queries - f)};
-        // Cost in positions read: each query's length, plus half the longest for the widening
-        // the item's queries share (attention_item_size's model).
-        int sum = 0, longest = 0;
-        for (int j = item.first; j < item.first + item.count; ++j) {
-          const int len = rows[item.first_row + j / group].pos + 1;
-          sum += len;
-          longest = std::max(longest, len);
-        }
-        const double cost = sum + 0.5 * longest;
-        S.attention_items.push_back(item);
-        S.attention_mid.push_back(S.attention_total + 0.5 * cost);
-        S.attention_total += cost;
-      }
-    }
-  }
+  S.plan_attention(rows, n, hp, threads_);
   S.probs.resize(static_cast<size_t>(threads_));
   for (auto& p : S.probs) {
     p.resize(static_cast<size_t>(kQueriesPerItem) * cpu::key_slots(max_pos + 1));
