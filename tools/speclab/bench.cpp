@@ -460,6 +460,8 @@ int run_bench(const BenchOptions& o) {
       r.n = cs.n;
       r.base_seconds.assign(static_cast<size_t>(o.repeats), 0.0);
       r.spec_seconds.assign(static_cast<size_t>(o.repeats), 0.0);
+      r.conversation_emitted.assign(w.items.size(), 0);
+      r.conversation_runs.assign(w.items.size(), 0);
       results.push_back(r);
     }
   }
@@ -474,7 +476,8 @@ int run_bench(const BenchOptions& o) {
     size_t result_base = 0;
     for (const Workload& w : workloads) {
       Model& model = model_for(w.name);
-      for (const Conversation& conv : w.items) {
+      for (size_t conv_index = 0; conv_index < w.items.size(); ++conv_index) {
+        const Conversation& conv = w.items[conv_index];
         for (size_t ci = 0; ci < cases.size(); ++ci) {
           const Case& cs = cases[ci];
           CaseResult& r = results[result_base + ci];
@@ -492,10 +495,8 @@ int run_bench(const BenchOptions& o) {
           const std::int64_t emitted_before = r.spec.emitted, runs_before = r.spec.target_runs;
           const auto spec_out = run_conversation(model, conv, drafter.get(), verify, dc, r.spec,
                                                  r.spec_later_turns, spec_seconds, cpu_clock);
-          if (rep == 0 && r.spec.target_runs > runs_before) {
-            r.conversation_al.push_back(static_cast<double>(r.spec.emitted - emitted_before) /
-                                        static_cast<double>(r.spec.target_runs - runs_before));
-          }
+          r.conversation_emitted[conv_index] += r.spec.emitted - emitted_before;
+          r.conversation_runs[conv_index] += r.spec.target_runs - runs_before;
           r.base_seconds[rep] += base_seconds;
           r.spec_seconds[rep] += spec_seconds;
           // Plain decoding's counters, for its tokens/s.

@@ -80,9 +80,21 @@ double CaseResult::decode_speedup() const {
   return spec_decode > 0 ? base_decode / spec_decode : 0.0;
 }
 
+std::vector<double> CaseResult::conversation_al() const {
+  std::vector<double> al;
+  for (size_t i = 0; i < conversation_runs.size() && i < conversation_emitted.size(); ++i) {
+    if (conversation_runs[i] > 0) {
+      al.push_back(static_cast<double>(conversation_emitted[i]) /
+                   static_cast<double>(conversation_runs[i]));
+    }
+  }
+  return al;
+}
+
 std::string CaseResult::al_range() const {
-  if (conversation_al.empty()) return "-";
-  const auto [lo, hi] = std::minmax_element(conversation_al.begin(), conversation_al.end());
+  const std::vector<double> al = conversation_al();
+  if (al.empty()) return "-";
+  const auto [lo, hi] = std::minmax_element(al.begin(), al.end());
   char text[32];
   std::snprintf(text, sizeof text, "%.2f-%.2f", *lo, *hi);
   return text;
@@ -127,7 +139,8 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
   }
   std::fprintf(out,
                "\nAL: tokens per target run (mean acceptance length); AL range: the lowest and "
-               "highest AL of one conversation (prompt), first repeat. acc%%: accepted / drafted. "
+               "highest AL of one conversation (prompt), over its repeats.\n"
+               "acc%%: accepted / drafted. "
                "speedup: plain time / speculative time (%s clock), median over repeats.\n"
                "decode only: the same without the prompt's prefill (wall clock, summed over "
                "repeats).\n",
@@ -161,7 +174,7 @@ void write_csv(const std::string& path, const BenchMeta& meta,
         << c.drafter << ',' << csv_field(c.drafter_name) << ',' << c.k << ',' << c.n << ','
         << c.spec.target_runs << ',' << c.spec.drafted << ',' << c.spec.accepted << ','
         << c.spec.emitted << ',' << c.spec.tokens_per_run() << ',' << c.spec.acceptance_rate()
-        << ',' << joined(c.conversation_al) << ',' << acceptance_by_position(c.spec, ";", 4) << ','
+        << ',' << joined(c.conversation_al()) << ',' << acceptance_by_position(c.spec, ";", 4) << ','
         << (c.spec_later_turns.target_runs > 0 ? std::to_string(c.spec_later_turns.tokens_per_run())
                                                : std::string())
         << ',' << c.draft_us_per_token() << ',' << c.base_tokens_per_second() << ','
@@ -202,7 +215,7 @@ void write_json(const std::string& path, const BenchMeta& meta,
         {"emitted", c.spec.emitted},
         {"tokens_per_run", c.spec.tokens_per_run()},
         {"acceptance_rate", c.spec.acceptance_rate()},
-        {"tokens_per_run_by_conversation", c.conversation_al},
+        {"tokens_per_run_by_conversation", c.conversation_al()},
         {"acceptance_by_position", by_position},
         {"accept_length_hist", c.spec.accept_length_hist},
         {"tokens_per_run_turn2plus",

@@ -18,10 +18,10 @@ struct CaseResult {
   SpecStats spec;            // summed over items, turns and repeats
   SpecStats spec_later_turns;  // the same, turns 2.. only (multi-turn workloads)
   SpecStats base;            // plain decoding, summed likewise
-  // Tokens per run of each conversation in the first repeat (greedy outputs repeat exactly): the
-  // spread behind the mean AL. With a few prompts a workload, one near-tie that turns a reply
-  // moves a workload's mean AL; compare drafters against this spread.
-  std::vector<double> conversation_al;
+  // Per conversation of the workload, in order: tokens emitted and target runs, summed over
+  // turns and repeats. Their ratios are the spread behind the mean AL: with a few prompts a
+  // workload, one near-tie that turns a reply moves the mean; compare drafters against this.
+  std::vector<std::int64_t> conversation_emitted, conversation_runs;
   std::vector<double> base_seconds;  // per repeat: plain decoding's time over the workload
   std::vector<double> spec_seconds;  // per repeat: speculative decoding's (BenchMeta::clock)
   int mismatches = 0;        // outputs that differed from plain decoding (must be 0)
@@ -34,7 +34,10 @@ struct CaseResult {
   // Wall time without the prefill, plain over speculative, summed over repeats: the speedup of
   // the decoding itself, which the end-to-end figure dilutes with the prompt's prefill.
   double decode_speedup() const;
-  // "lowest-highest" of conversation_al, e.g. "1.20-5.90"; "-" when there is none.
+  // The AL (tokens per run) of each conversation. The mean AL lies between their lowest and
+  // highest.
+  std::vector<double> conversation_al() const;
+  // "lowest-highest" of conversation_al(), e.g. "1.20-5.90"; "-" when there is none.
   std::string al_range() const;
 };
 
