@@ -313,6 +313,23 @@ def smollm2_path():
     return path if os.path.isfile(path) else None
 
 
+class Demo(unittest.TestCase):
+    """speclab demo without the model: the toy target, and a line that says why."""
+
+    def test_demo_falls_back_to_the_toy_target_and_says_why(self):
+        missing = {"SPECLAB_MODEL": "/nonexistent/SmolLM2.gguf"}  # fetch_model fails at once
+        rc, out, err = speclab("demo", env=missing)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("SmolLM2 is not available", out)
+        self.assertIn("see its message above", out)
+        self.assertIn("Showing the toy target instead", out)
+        self.assertRegex(out, r"periodic .* identical")
+        self.assertIn("SPECLAB_MODEL=/nonexistent/SmolLM2.gguf does not exist", err)
+        rc, _, err = speclab("demo", "--model", "smollm2", env=missing)
+        self.assertEqual(rc, 2)
+        self.assertIn("--model smollm2: tools/fetch_model", err)
+
+
 @unittest.skipIf(smollm2_path() is None, "SmolLM2 is not cached (tools/fetch_model)")
 class RealModel(unittest.TestCase):
     """SmolLM2 on the CPU, briefly: every subcommand, and speculation stays lossless."""

@@ -247,7 +247,8 @@ std::optional<std::string> fetch_smollm2(std::string* why) {
   const int status = ::pclose(pipe);
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   if (status != 0 || out.empty() || !is_regular_file(out)) {
-    if (why) *why = "tools/fetch_model failed (no network?)";
+    // Its own message, on stderr (already shown), says why and how to provide the file by hand.
+    if (why) *why = "tools/fetch_model could not provide it; see its message above";
     return std::nullopt;
   }
   return out;
