@@ -94,6 +94,7 @@ class OneLevelNGramStorage final : public NGramModel {
   int n() const { return n_; }
   int max_context() const override { return n_ - 1; }
 
+  // --8<-- [start:OneLevelNGramStorage]
   // For i = n-1 .. prompt.size()-1: records prompt[i] after prompt[0..i). Fewer than n tokens
   // record nothing.
   void seed(std::span<const Token> prompt) override;
@@ -104,6 +105,7 @@ class OneLevelNGramStorage final : public NGramModel {
   // {best, true, n-1} for the last n-1 tokens of context when that context was recorded;
   // otherwise (unseen, or context shorter than n-1) a miss: Prediction{}.
   Prediction next_token(std::span<const Token> context) const override;
+  // --8<-- [end:OneLevelNGramStorage]
 
   // How many times `next` was recorded after the last n-1 tokens of `context`; 0 if never or if
   // context is shorter than n-1.
@@ -127,6 +129,7 @@ class OneLevelNGramStorage final : public NGramModel {
   void clear() override { table_.clear(); }
 
  private:
+  // --8<-- [start:OneLevelNGramStorage_layout]
   struct Counts {
     std::unordered_map<Token, std::int64_t> by_token;  // next token -> times recorded
     Token best = kNoToken;                             // argmax of by_token (see tie-break)
@@ -134,6 +137,7 @@ class OneLevelNGramStorage final : public NGramModel {
   };
   int n_;
   std::unordered_map<std::vector<Token>, Counts, TokenSeqHash> table_;  // key: n-1 tokens
+  // --8<-- [end:OneLevelNGramStorage_layout]
 };
 
 // Several context lengths at once, from max_context() = n-1 down to min_context, with back-off:
@@ -160,6 +164,7 @@ class NGramStorage final : public NGramModel {
   int min_context() const { return min_context_; }
   int max_context() const override { return n_ - 1; }
 
+  // --8<-- [start:NGramStorage]
   // Seeds every level: all k-grams of the prompt for k = min_context+1 .. n.
   void seed(std::span<const Token> prompt) override;
   // Records each of next_tokens after context at every level whose context fits in `context`.
@@ -168,6 +173,7 @@ class NGramStorage final : public NGramModel {
   // Asks the levels from the longest context to the shortest (min_context) and returns the first
   // hit; context_length tells which level answered. A miss only when no level knows its context.
   Prediction next_token(std::span<const Token> context) const override;
+  // --8<-- [end:NGramStorage]
 
   // The level that uses `context_length` trailing tokens. Requires min_context <= context_length
   // <= n-1; throws std::out_of_range otherwise.
@@ -195,6 +201,7 @@ class NGramStorage final : public NGramModel {
   std::vector<OneLevelNGramStorage> levels_;
 };
 
+// --8<-- [start:draft]
 // Chains next_token into up to `gamma` draft tokens for what follows `context`: draft token i is
 // predicted from context + draft[0..i), so each prediction sees the ones before it.
 // On a miss: with stop_if_unknown the draft ends there (it may be empty); without it the position
@@ -205,6 +212,7 @@ class NGramStorage final : public NGramModel {
 // Throws std::invalid_argument when gamma < 0.
 std::vector<Token> draft(const NGramModel& storage, std::span<const Token> context, int gamma,
                          bool stop_if_unknown);
+// --8<-- [end:draft]
 
 // ---- glue: the engine-facing drafter (not part of the exercise) ----
 

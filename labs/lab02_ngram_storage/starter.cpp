@@ -6,6 +6,7 @@ namespace speclab {
 
 // ---- OneLevelNGramStorage ----
 
+// --8<-- [start:OneLevelNGramStorage]
 void OneLevelNGramStorage::seed(std::span<const Token> prompt) {
   // TODO(lab02): record every n-gram of the prompt: prompt[i] after prompt[0..i), for each i
   // that has n-1 tokens before it. update() can do the recording.
@@ -31,9 +32,11 @@ Prediction OneLevelNGramStorage::next_token(std::span<const Token> context) cons
   todo("lab02", "OneLevelNGramStorage::next_token",
        "book/lab02_ngram_storage.md, section 'A miss is not a guess'");
 }
+// --8<-- [end:OneLevelNGramStorage]
 
 // ---- NGramStorage ----
 
+// --8<-- [start:NGramStorage]
 void NGramStorage::seed(std::span<const Token> prompt) {
   // TODO(lab02): seed every level.
   (void)prompt;
@@ -55,9 +58,11 @@ Prediction NGramStorage::next_token(std::span<const Token> context) const {
   todo("lab02", "NGramStorage::next_token",
        "book/lab02_ngram_storage.md, section 'Backing off: many levels'");
 }
+// --8<-- [end:NGramStorage]
 
 // ---- drafting ----
 
+// --8<-- [start:draft]
 std::vector<Token> draft(const NGramModel& storage, std::span<const Token> context, int gamma,
                          bool stop_if_unknown) {
   // TODO(lab02): predict, append the prediction to a copy of the context, predict again, until
@@ -65,5 +70,6 @@ std::vector<Token> draft(const NGramModel& storage, std::span<const Token> conte
   (void)storage, (void)context, (void)gamma, (void)stop_if_unknown;
   todo("lab02", "draft", "book/lab02_ngram_storage.md, section 'Drafting: chaining predictions'");
 }
+// --8<-- [end:draft]
 
 }  // namespace speclab

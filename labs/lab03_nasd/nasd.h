@@ -21,12 +21,15 @@
 
 namespace speclab {
 
+// --8<-- [start:top_k_tokens]
 // The `k` highest-scoring tokens of `row`, best first; equal scores go to the lower id.
 // Tokens scored -infinity (probability 0 at every temperature) are never returned, so fewer than
 // k come back when fewer than k tokens are possible. Returns {} when k == 0.
 // Throws std::invalid_argument when k < 0.
 std::vector<Token> top_k_tokens(std::span<const float> row, int k);
+// --8<-- [end:top_k_tokens]
 
+// --8<-- [start:record_round]
 // Teaches `storage` what one verify round showed. For each emitted token i -- it sits at sequence
 // position round.position + i and follows the real text context[0 .. round.position + i) --
 //   1. records round.emitted[i] after that text;
@@ -40,7 +43,9 @@ std::vector<Token> top_k_tokens(std::span<const float> row, int k);
 // filler_top_k >= 1. Throws std::invalid_argument otherwise, before recording anything.
 void record_round(NGramModel& storage, std::span<const Token> context, const RoundRecord& round,
                   int filler_top_k);
+// --8<-- [end:record_round]
 
+// --8<-- [start:verify_sampled]
 // Sampled verification. `logits` has drafts.size() + 1 rows; row i scores the token at sequence
 // position `position + i`, after the context extended by drafts[0..i).
 // For i = 0, 1, ...: draw x = sample_at(logits.row(i), sampling, position + i), the token plain
@@ -53,6 +58,7 @@ void record_round(NGramModel& storage, std::span<const Token> context, const Rou
 // Throws std::invalid_argument when logits.rows() != drafts.size() + 1 or position < 0.
 VerifyResult verify_sampled(std::span<const Token> drafts, const Logits& logits,
                             std::int64_t position, const SamplingParams& sampling);
+// --8<-- [end:verify_sampled]
 
 // ---- glue: the engine-facing drafter and verify rule (not part of the exercise) ----
 

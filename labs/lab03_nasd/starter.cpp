@@ -4,6 +4,7 @@
 
 namespace speclab {
 
+// --8<-- [start:top_k_tokens]
 std::vector<Token> top_k_tokens(std::span<const float> row, int k) {
   // TODO(lab03): the k best-scoring token ids, best first, lower id first on equal scores.
   // Skip tokens scored -infinity: the target can never produce them.
@@ -11,7 +12,9 @@ std::vector<Token> top_k_tokens(std::span<const float> row, int k) {
   todo("lab03", "top_k_tokens",
        "book/lab03_nasd.md, section 'Learning more per round: filler_top_k'");
 }
+// --8<-- [end:top_k_tokens]
 
+// --8<-- [start:record_round]
 void record_round(NGramModel& storage, std::span<const Token> context, const RoundRecord& round,
                   int filler_top_k) {
   // TODO(lab03): for each emitted token i, the real text before it is
@@ -21,7 +24,9 @@ void record_round(NGramModel& storage, std::span<const Token> context, const Rou
   todo("lab03", "record_round",
        "book/lab03_nasd.md, section 'Learning more per round: filler_top_k'");
 }
+// --8<-- [end:record_round]
 
+// --8<-- [start:verify_sampled]
 VerifyResult verify_sampled(std::span<const Token> drafts, const Logits& logits,
                             std::int64_t position, const SamplingParams& sampling) {
   // TODO(lab03): draw x = sample_at(row i, sampling, position + i) -- row i, position + i. Accept
@@ -29,5 +34,6 @@ VerifyResult verify_sampled(std::span<const Token> drafts, const Logits& logits,
   (void)drafts, (void)logits, (void)position, (void)sampling;
   todo("lab03", "verify_sampled", "book/lab03_nasd.md, section 'Verifying under sampling'");
 }
+// --8<-- [end:verify_sampled]
 
 }  // namespace speclab

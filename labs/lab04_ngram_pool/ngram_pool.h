@@ -71,11 +71,14 @@ struct NGramEqual {
 // followed it. Not thread-safe. Not copyable (drafters share a pool through NGramPoolManager).
 class NGramPool {
  public:
+  // --8<-- [start:NGramPool]
   // (lab 04) Stores the config. Throws std::invalid_argument naming the first field out of range.
   explicit NGramPool(const NGramPoolConfig& config);
+  // --8<-- [end:NGramPool]
   NGramPool(const NGramPool&) = delete;
   NGramPool& operator=(const NGramPool&) = delete;
 
+  // --8<-- [start:insert_pair]
   // (lab 04) Adds one pair and counts it in stats().pair_updates. Every insert_pair marks `key`
   // as the most recently used key. The keep rule:
   //  - a new key: stored with `value` as its only value; if the pool already holds `capacity`
@@ -89,13 +92,17 @@ class NGramPool {
   //    max_values_per_key values, its oldest is dropped.
   // Requires 1 <= key.size() <= k and 1 <= value.size() <= v; throws std::invalid_argument.
   void insert_pair(std::span<const Token> key, std::span<const Token> value);
+  // --8<-- [end:insert_pair]
 
+  // --8<-- [start:scan]
   // (lab 04) The initial scan of a new request's tokens. For every key length n in 1..k and every
   // start i with i + n < tokens.size(): key = tokens[i, i+n), value = the up to v tokens that
   // follow it. That is sum over n of max(0, tokens.size() - n) insert_pair calls: 18 for
   // k = 3 and 8 tokens. Scanning fewer than 2 tokens adds nothing.
   void scan(std::span<const Token> tokens);
+  // --8<-- [end:scan]
 
+  // --8<-- [start:update]
   // (lab 04) The per-token update: tokens.back() has just arrived, tokens is the request so far.
   // For every key length n in 1..k, inserts each pair whose value now ends at tokens.back():
   // the values that grow by this token (those that had fewer than v tokens) and the new key
@@ -104,7 +111,9 @@ class NGramPool {
   // scan(tokens) would have added (possibly in a different age order). Throws
   // std::invalid_argument on empty `tokens`.
   void update(std::span<const Token> tokens);
+  // --8<-- [end:update]
 
+  // --8<-- [start:lookup]
   // (lab 04) Proposes up to `max_tokens` tokens for what follows `context`. Tries the longest key
   // first: the last min(k, context.size()) tokens, then one token shorter, down to 1. The first key
   // found wins: it becomes the most recently used key, and its value is proposed (is_keep_all:
@@ -112,6 +121,7 @@ class NGramPool {
   // Returns an empty vector when no key matches or max_tokens == 0. Throws
   // std::invalid_argument when max_tokens < 0.
   std::vector<Token> lookup(std::span<const Token> context, int max_tokens);
+  // --8<-- [end:lookup]
 
   // ---- glue: inspection (none of these counts as a use of a key) ----
 
@@ -168,6 +178,7 @@ using RequestId = std::int64_t;
 // request, created empty when the request starts and dropped when it ends.
 class NGramPoolManager {
  public:
+  // --8<-- [start:NGramPoolManager]
   // (lab 04) Throws std::invalid_argument on a bad config (as NGramPool does).
   explicit NGramPoolManager(const NGramPoolConfig& config);
   NGramPoolManager(const NGramPoolManager&) = delete;
@@ -191,6 +202,7 @@ class NGramPoolManager {
 
   // (lab 04) The pool request `id` drafts from. Throws std::invalid_argument for an unknown id.
   NGramPool& pool(RequestId id);
+  // --8<-- [end:NGramPoolManager]
 
   // ---- glue ----
   const NGramPoolConfig& config() const { return config_; }

@@ -5,12 +5,15 @@
 
 namespace speclab {
 
+// --8<-- [start:NGramPool]
 NGramPool::NGramPool(const NGramPoolConfig& config) : config_(config) {
   // TODO(lab04): reject a config with v or k outside [1, 64] or a negative max_values_per_key
   // (std::invalid_argument naming the field).
   todo("lab04", "NGramPool::NGramPool", "book/lab04_ngram_pool.md, section 'The options'");
 }
+// --8<-- [end:NGramPool]
 
+// --8<-- [start:insert_pair]
 void NGramPool::insert_pair(std::span<const Token> key, std::span<const Token> value) {
   // TODO(lab04): count the update, then apply the keep rule: a new key (evict the least
   // recently used key first when the pool is full), the longest value when !is_keep_all, and
@@ -19,28 +22,36 @@ void NGramPool::insert_pair(std::span<const Token> key, std::span<const Token> v
   todo("lab04", "NGramPool::insert_pair",
        "book/lab04_ngram_pool.md, section 'Keeping values: the keep rule'");
 }
+// --8<-- [end:insert_pair]
 
+// --8<-- [start:scan]
 void NGramPool::scan(std::span<const Token> tokens) {
   // TODO(lab04): for each key length n in 1..k and each start i with i + n < tokens.size(),
   // insert key tokens[i, i+n) with the up to v tokens that follow it.
   (void)tokens;
   todo("lab04", "NGramPool::scan", "book/lab04_ngram_pool.md, section 'The initial scan'");
 }
+// --8<-- [end:scan]
 
+// --8<-- [start:update]
 void NGramPool::update(std::span<const Token> tokens) {
   // TODO(lab04): tokens.back() is new. For each n, insert only the pairs whose value ends at
   // tokens.back(): at most v per key length, however long `tokens` is.
   (void)tokens;
   todo("lab04", "NGramPool::update", "book/lab04_ngram_pool.md, section 'The per-token update'");
 }
+// --8<-- [end:update]
 
+// --8<-- [start:lookup]
 std::vector<Token> NGramPool::lookup(std::span<const Token> context, int max_tokens) {
   // TODO(lab04): longest key first; on the first hit, touch the key and propose its oldest or
   // newest value (is_use_oldest), cut to max_tokens.
   (void)context, (void)max_tokens;
   todo("lab04", "NGramPool::lookup", "book/lab04_ngram_pool.md, section 'Lookup'");
 }
+// --8<-- [end:lookup]
 
+// --8<-- [start:NGramPoolManager]
 NGramPoolManager::NGramPoolManager(const NGramPoolConfig& config) : config_(config) {
   // TODO(lab04): check the config (an NGramPool constructor does) and create the public pool.
   todo("lab04", "NGramPoolManager::NGramPoolManager",
@@ -81,5 +92,6 @@ NGramPool& NGramPoolManager::pool(RequestId id) {
   todo("lab04", "NGramPoolManager::pool",
        "book/lab04_ngram_pool.md, section 'Public and private pools'");
 }
+// --8<-- [end:NGramPoolManager]
 
 }  // namespace speclab

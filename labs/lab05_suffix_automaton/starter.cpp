@@ -5,6 +5,7 @@
 
 namespace speclab {
 
+// --8<-- [start:extend]
 void SuffixAutomaton::extend(Token t) {
   // TODO(lab05): add a state for the whole stream and append t to tokens_ (after new_state:
   // it throws at the stream limit and must leave nothing changed), give every suffix state that
@@ -15,13 +16,17 @@ void SuffixAutomaton::extend(Token t) {
   todo("lab05", "SuffixAutomaton::extend",
        "book/lab05_suffix_automaton.md, section 'Extending by one token'");
 }
+// --8<-- [end:extend]
 
+// --8<-- [start:longest_match]
 SuffixMatch SuffixAutomaton::longest_match() const {
   // TODO(lab05): the answer sits one suffix link away from the whole stream's state.
   todo("lab05", "SuffixAutomaton::longest_match",
        "book/lab05_suffix_automaton.md, section 'The longest earlier match'");
 }
+// --8<-- [end:longest_match]
 
+// --8<-- [start:propose]
 std::vector<Token> SuffixAutomaton::propose(int k, int min_match) const {
   // TODO(lab05): copy up to k tokens after the first occurrence of the longest match, unless
   // the match is shorter than min_match.
@@ -29,7 +34,9 @@ std::vector<Token> SuffixAutomaton::propose(int k, int min_match) const {
   todo("lab05", "SuffixAutomaton::propose",
        "book/lab05_suffix_automaton.md, section 'Proposing from the match'");
 }
+// --8<-- [end:propose]
 
+// --8<-- [start:enhanced_propose]
 std::vector<Token> enhanced_propose(const SuffixAutomaton& sa, Drafter& inner,
                                     std::span<const Token> context, int k, int threshold) {
   // TODO(lab05): the automaton's draft when its match is long enough, else the inner drafter's.
@@ -37,5 +44,6 @@ std::vector<Token> enhanced_propose(const SuffixAutomaton& sa, Drafter& inner,
   todo("lab05", "enhanced_propose",
        "book/lab05_suffix_automaton.md, section 'The automaton as an enhancer'");
 }
+// --8<-- [end:enhanced_propose]
 
 }  // namespace speclab

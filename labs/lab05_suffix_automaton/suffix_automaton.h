@@ -121,21 +121,27 @@ class SuffixAutomaton {
   // An empty automaton: the root state alone (len 0, no link).
   SuffixAutomaton() { clear(); }
 
+  // --8<-- [start:extend]
   // (lab 05) Appends `t` to the stream and updates the automaton: amortized O(1) states and
   // transitions touched per token. Any token id >= 0 is fine; throws std::invalid_argument on a
   // negative id (and std::length_error from new_state past 2^30 - 1 tokens).
   void extend(Token t);
+  // --8<-- [end:extend]
 
+  // --8<-- [start:longest_match]
   // (lab 05) The longest suffix of the stream that also occurred earlier (ending before the last
   // token), and the end of its first occurrence. O(1): it is the state that the suffix link of
   // the whole stream's state points to. {0, -1} on an empty stream or when nothing repeats.
   SuffixMatch longest_match() const;
+  // --8<-- [end:longest_match]
 
+  // --8<-- [start:propose]
   // (lab 05) Up to k tokens that followed the first occurrence of longest_match():
   // tokens()[end + 1, end + 1 + k), cut at the end of the stream. Proposes nothing when the match
   // is shorter than `min_match` (or there is none) or k == 0.
   // Throws std::invalid_argument when k < 0 or min_match < 1.
   std::vector<Token> propose(int k, int min_match) const;
+  // --8<-- [end:propose]
 
   // ---- glue: the state, and inspection for tests ----
 
@@ -259,12 +265,14 @@ class SuffixAutomaton {
   int last_ = 0;                         // the state of the whole stream
 };
 
+// --8<-- [start:enhanced_propose]
 // (lab 05) The enhancer rule. When `sa`'s longest match is at least `threshold` tokens long, the
 // automaton's proposal (sa.propose(k, threshold)) overrides the inner drafter's; otherwise
 // returns inner.propose(context, k). The inner drafter is not asked when the automaton wins.
 // `sa` must already hold `context`. Throws std::invalid_argument when threshold < 1 or k < 1.
 std::vector<Token> enhanced_propose(const SuffixAutomaton& sa, Drafter& inner,
                                     std::span<const Token> context, int k, int threshold);
+// --8<-- [end:enhanced_propose]
 
 // ---- glue: the engine-facing drafters (not part of the exercise) ----
 

@@ -20,6 +20,7 @@
 
 namespace speclab {
 
+// --8<-- [start:expected_tokens_per_run]
 // The expected tokens one round emits with k drafts:
 //   E[tokens per run](k) = 1 + sum_{i=1..k} prod_{j=1..i} α_j
 // (the target's own token is always emitted; draft i counts only if drafts 1..i all survive).
@@ -27,7 +28,9 @@ namespace speclab {
 // Throws std::invalid_argument when k < 0, k > alpha.size(), or any alpha is outside [0, 1]
 // (or NaN).
 double expected_tokens_per_run(std::span<const double> alpha, int k);
+// --8<-- [end:expected_tokens_per_run]
 
+// --8<-- [start:acceptance_profile]
 // The conditional acceptance rates α_1..α_k of a run, from its acceptance-length histogram
 // (stats.accept_length_hist[a] = rounds that accepted exactly a drafts):
 //   α_i = (rounds that accepted >= i drafts) / (rounds that accepted >= i - 1 drafts)
@@ -36,7 +39,9 @@ double expected_tokens_per_run(std::span<const double> alpha, int k);
 // equals the run's measured tokens per run when the run used k drafts per round.
 // Returns k values. Throws std::invalid_argument when k < 0 or the histogram holds no round.
 std::vector<double> acceptance_profile(const SpecStats& stats, int k);
+// --8<-- [end:acceptance_profile]
 
+// --8<-- [start:expected_speedup]
 // The expected speed-up of speculating with k drafts at batch size b, against plain decoding of
 // the same batch: tokens per second with speculation over tokens per second without,
 //   speedup(b, k) = E[tokens per run](k) * T(b, 0) / T(b, k).
@@ -45,14 +50,18 @@ std::vector<double> acceptance_profile(const SpecStats& stats, int k);
 // Throws std::invalid_argument as expected_tokens_per_run does, and std::out_of_range when
 // `curve` has no T(b, k) (b outside its batch sizes, k > curve.max_k()).
 double expected_speedup(const CostCurve& curve, int batch, int k, std::span<const double> alpha);
+// --8<-- [end:expected_speedup]
 
+// --8<-- [start:choose_k]
 // The batch-aware policy: the k in 0..K, K = min(max_k, alpha.size(), curve.max_k()), with the
 // largest expected_speedup at batch size `batch`. 0 means "do not speculate": it is chosen
 // unless some k > 0 is strictly faster. Among equally fast k the smallest wins (a longer draft
 // that gains nothing still costs compute and memory).
 // Throws std::invalid_argument when max_k < 0 (and as expected_speedup does).
 int choose_k(const CostCurve& curve, int batch, std::span<const double> alpha, int max_k);
+// --8<-- [end:choose_k]
 
+// --8<-- [start:replay_reach]
 // Offline replay of one verify round under sampled verification: for drafts d_1..d_n and the
 // n + 1 logits rows the target computed for them, returns reach[i - 1] = prod_{j=1..i} p_j, the
 // chance that drafts 1..i would all be accepted, where p_j = softmax(row j - 1 / temperature)[d_j]
@@ -62,6 +71,7 @@ int choose_k(const CostCurve& curve, int batch, std::span<const double> alpha, i
 // Throws std::invalid_argument when logits.rows() != drafts.size() + 1 or temperature < 0.
 std::vector<double> replay_reach(std::span<const Token> drafts, const Logits& logits,
                                  double temperature);
+// --8<-- [end:replay_reach]
 
 // ---- glue: given, built on the functions above (not part of the exercise) ----
 

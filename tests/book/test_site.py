@@ -66,6 +66,51 @@ def test_every_chapter_is_in_the_nav():
                          f"'      - Lab 02 — Title: lab02_name.md' under Labs): {missing}")
 
 
+# A section marker in a lab's source: // --8<-- [start:name] ... // --8<-- [end:name].
+SECTION_MARKER = re.compile(r"^\s*//\s*-+8<-+\s*\[(start|end):([^\]\s]+)\]\s*$")
+
+
+def test_every_lab_chapter_shows_its_contracts_and_starting_points():
+    """The preface promises that each lab chapter shows the contract you implement (from the lab's
+    header) and where you start (from starter.cpp). So each lab's header and starter mark
+    sections, every marked section is included by the lab's chapter, and the built page shows
+    the starter's TODOs. (A snippet that names a missing section already fails the build.)"""
+    problems = []
+    labs = sorted(p for p in (ROOT / "labs").glob("lab[0-9][0-9]_*") if p.is_dir())
+    assert labs, "no labs/labNN_* folders found"
+    for lab in labs:
+        chapter = ROOT / "book" / f"{lab.name}.md"
+        if not chapter.is_file():
+            problems.append(f"{lab.name}: no chapter book/{chapter.name}")
+            continue
+        text = chapter.read_text(encoding="utf-8")
+        for source in sorted(lab.glob("*.h")) + [lab / "starter.cpp"]:
+            rel = source.relative_to(ROOT).as_posix()
+            open_names, names = [], []
+            for line in source.read_text(encoding="utf-8").splitlines():
+                m = SECTION_MARKER.match(line)
+                if not m:
+                    continue
+                if m.group(1) == "start":
+                    open_names.append(m.group(2))
+                    names.append(m.group(2))
+                elif m.group(2) in open_names:
+                    open_names.remove(m.group(2))
+                else:
+                    problems.append(f"{rel}: [end:{m.group(2)}] without its start")
+            problems += [f"{rel}: [start:{n}] without its end" for n in open_names]
+            if not names:
+                problems.append(f"{rel} marks no section for book/{chapter.name} to show")
+            problems += [f"book/{chapter.name} does not include {rel}:{n} "
+                         f"(add --8<-- \"{rel}:{n}\" where the chapter introduces it)"
+                         for n in names if f'--8<-- "{rel}:{n}"' not in text]
+        page = SITE / lab.name / "index.html"
+        todo = f"TODO({lab.name[:5]})"
+        if page.is_file() and todo not in html.unescape(re.sub(r"<[^>]+>", "", page.read_text())):
+            problems.append(f"/{lab.name}/ shows no {todo} from the starter")
+    assert not problems, "\n  ".join(["lab chapters without their excerpts:"] + problems)
+
+
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p or "index")
 def test_page(open_page, base_url, path):
     visit = open_page(path)
