@@ -76,7 +76,7 @@ TEST_SUITE("lab01 / Why greedy speculation is lossless") {
   }
 }
 
-TEST_SUITE("lab01 / Tokens per run") {
+TEST_SUITE("lab01 / Tokens per run: the metric") {
   TEST_CASE("periodic text: k = 5 gives more than 4 tokens per run") {
     const Run r = run_both(ToyRegime::periodic, 3, 2, 5, 200);
     INFO("after one period (8 tokens) every draft of 5 should be accepted, plus the bonus");

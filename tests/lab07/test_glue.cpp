@@ -72,7 +72,7 @@ Tokens iota_tokens(int from, int count) {
 
 }  // namespace
 
-TEST_SUITE("The end of a turn") {
+TEST_SUITE("lab07 / The end of a turn") {
   TEST_CASE("drafts past the end-of-turn token are dropped") {
     const Tokens drafts = {10, 11, 2, 1, 12};  // ... <|im_end|> <|im_start|> user
     CHECK(stop_at_end_of_turn(drafts, kSmolLM2StopTokens) == Tokens{10, 11, 2});
@@ -116,7 +116,7 @@ TEST_SUITE("The end of a turn") {
   }
 }
 
-TEST_SUITE("How far to draft") {
+TEST_SUITE("lab07 / How far to draft") {
   TEST_CASE("the controller starts at k_max") {
     DraftLengthController c(1, 6);
     c.observe(0, 0);
@@ -163,7 +163,7 @@ TEST_SUITE("How far to draft") {
   }
 }
 
-TEST_SUITE("Index the whole prompt") {
+TEST_SUITE("lab07 / Index the whole prompt") {
   TEST_CASE("begin hands the whole prompt to the inner drafter") {
     auto calls = std::make_shared<Calls>();
     ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, Tokens{}), config(true, 1, 5));
@@ -194,6 +194,9 @@ TEST_SUITE("Index the whole prompt") {
     REQUIRE(calls->observed.size() == 1);
     CHECK(calls->observed[0] == context);
   }
+}
+
+TEST_SUITE("lab07 / The end of a turn") {
   TEST_CASE("proposals are cut right after the end-of-turn token") {
     auto calls = std::make_shared<Calls>();
     ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, Tokens{40, 41, 2, 1, 42}),
@@ -203,7 +206,7 @@ TEST_SUITE("Index the whole prompt") {
   }
 }
 
-TEST_SUITE("How far to draft") {
+TEST_SUITE("lab07 / How far to draft") {
   TEST_CASE("never more drafts than the loop asked for") {
     auto calls = std::make_shared<Calls>();
     ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)),

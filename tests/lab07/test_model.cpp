@@ -138,7 +138,7 @@ void check_identity(const std::string& name, std::size_t prompts, int max_new_to
 
 }  // namespace
 
-TEST_SUITE("Lossless on a real model") {
+TEST_SUITE("lab07 / Lossless on a real model") {
   TEST_CASE("real model: token identity with plain decoding on code_edit prompts") {
     check_identity("code_edit", 2, 40);
   }
@@ -147,7 +147,7 @@ TEST_SUITE("Lossless on a real model") {
   }
 }
 
-TEST_SUITE("Choosing your drafter") {
+TEST_SUITE("lab07 / Choosing your drafter") {
   // The floor. On these three prompts (64 new tokens each, k = 5) the reference solution --
   // suffix automaton over lab 02's n-gram model, adaptive k -- reaches an AL of 3.47. The floor is
   // 2.5, about 28% below it: any sensible copy drafter clears it (`speclab bench` on the same
