@@ -111,6 +111,26 @@ def test_every_lab_chapter_shows_its_contracts_and_starting_points():
     assert not problems, "\n  ".join(["lab chapters without their excerpts:"] + problems)
 
 
+def test_every_lab_test_suite_is_a_section_of_its_chapter():
+    """Test suites follow the chapter (STYLE.md): tests/labNN/*.cpp names each TEST_SUITE
+    "labNN / <a heading of book/labNN_*.md>", so a failing case points at the section to read and
+    the grader's report groups cases the way the chapter does."""
+    problems = []
+    for lab in sorted(p for p in (ROOT / "labs").glob("lab[0-9][0-9]_*") if p.is_dir()):
+        prefix = lab.name[:5] + " / "
+        chapter = ROOT / "book" / f"{lab.name}.md"
+        headings = set(re.findall(r"^#{2,3} (.+?)\s*$", chapter.read_text(encoding="utf-8"),
+                                  re.MULTILINE)) if chapter.is_file() else set()
+        for source in sorted((ROOT / "tests" / lab.name[:5]).glob("*.cpp")):
+            rel = source.relative_to(ROOT).as_posix()
+            for suite in re.findall(r'TEST_SUITE\("([^"]*)"\)', source.read_text(encoding="utf-8")):
+                if not suite.startswith(prefix):
+                    problems.append(f"{rel}: suite '{suite}' does not start with '{prefix}'")
+                elif suite[len(prefix):] not in headings:
+                    problems.append(f"{rel}: suite '{suite}' is not a heading of book/{chapter.name}")
+    assert not problems, "\n  ".join(["test suites that do not follow their chapter:"] + problems)
+
+
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p or "index")
 def test_page(open_page, base_url, path):
     visit = open_page(path)
