@@ -136,4 +136,15 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
     CHECK_THROWS_AS(replay_reach(V{1, 2}, l, 0.0), std::invalid_argument);
     CHECK_THROWS_AS(replay_reach(V{1}, l, -1.0), std::invalid_argument);
   }
+
+  TEST_CASE("a draft id outside the vocabulary is rejected") {
+    // Indexing softmax(row)[d] with an unchecked id would read past the row.
+    const Logits l = speclab::testing::logits_with_argmax({1, 2}, 8);
+    for (const double temperature : {0.0, 1.0}) {
+      INFO("temperature ", temperature);
+      CHECK_THROWS_AS(replay_reach(V{8}, l, temperature), std::invalid_argument);
+      CHECK_THROWS_AS(replay_reach(V{-1}, l, temperature), std::invalid_argument);
+      CHECK(replay_reach(V{7}, l, temperature).size() == 1);
+    }
+  }
 }
