@@ -65,7 +65,8 @@ class BadInput(unittest.TestCase):
 
     def assert_refused(self, args, *needles, stdin=None):
         rc, out, err = speclab(*args, stdin=stdin)
-        self.assertNotEqual(rc, 0, f"speclab {' '.join(map(str, args))} succeeded; stderr: {err}")
+        # README: bad input exits 2 (1 is a failure while running), flag parsing errors included.
+        self.assertEqual(rc, 2, f"speclab {' '.join(map(str, args))}: exit {rc}; stderr: {err}")
         for needle in needles:
             self.assertIn(needle, err, f"stderr of speclab {' '.join(map(str, args))}")
         self.assertNotIn("terminate called", err)  # an exception, not a crash
@@ -137,6 +138,32 @@ class BadInput(unittest.TestCase):
                              "auto"], "--auto-inner")
         self.assert_refused(["generate", "--model", "toy", "--drafter", "ngram", "--n", "1"],
                             "--drafter ngram: ", "n must be >= 2")
+
+    def test_flag_values_out_of_range(self):
+        for args, needle in [
+                (["generate", "--max-new-tokens", "0"], "--max-new-tokens: must be between 1 and"),
+                (["generate", "--max-new-tokens", "-1"], "--max-new-tokens: must be between 1 and"),
+                (["bench", "--max-new-tokens", "0"], "--max-new-tokens: must be between 1 and"),
+                (["generate", "--threads", "100000"], "--threads: must be between 0 and"),
+                (["generate", "--temperature", "-1"], "--temperature: must be between 0 and 100"),
+                (["bench", "--temperature", "-1"], "--temperature: must be between 0 and 100"),
+                (["bench", "--repeats", "0"], "--repeats: must be between 1 and 1000"),
+                (["generate", "--n", "0"], "--n: must be between"),
+                (["demo", "--model", "bogus"], "--model"),
+                (["generate", "--bogus"], "--bogus"),
+                ([], "A subcommand is required")]:
+            self.assert_refused(args, needle)
+
+    def test_a_folder_where_a_file_is_expected(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            self.assert_refused(["generate", "--model", "toy", "--prompt-file", tmp],
+                                f"--prompt-file '{tmp}' is a directory")
+            self.assert_refused(["bench", "--model", "toy", "--workload", tmp, "--csv", "",
+                                 "--json", ""], f"workload '{tmp}' is a directory")
+
+    def test_a_missing_workload_file_is_named(self):
+        self.assert_refused(["bench", "--model", "toy", "--workload", "/nonexistent/w.jsonl",
+                             "--csv", "", "--json", ""], "'/nonexistent/w.jsonl': no such file")
 
     def test_bad_lab_impl(self):
         rc, _, err = speclab("--help", env={"LAB_IMPL": "solutions"})

@@ -55,8 +55,10 @@ TEST_SUITE("cli / workloads") {
       CHECK_THROWS_WITH_AS(load_workload(path), doctest::Contains(message.c_str()), UsageError);
       std::filesystem::remove(path);
     }
-    CHECK_THROWS_WITH_AS(load_workload("/nonexistent/x.jsonl"), doctest::Contains("cannot open"),
-                         UsageError);
+    CHECK_THROWS_WITH_AS(load_workload("/nonexistent/x.jsonl"),
+                         doctest::Contains("'/nonexistent/x.jsonl': no such file"), UsageError);
+    const std::string folder = std::filesystem::temp_directory_path().string();
+    CHECK_THROWS_WITH_AS(load_workload(folder), doctest::Contains("is a directory"), UsageError);
   }
 
   TEST_CASE("the shipped workloads cover the six tasks with at least 8 conversations each") {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench_report.h"
+#include "input_file.h"
 #include "commands.h"
 #include "factory.h"
 #include "mini_engine/spec/batch_loop.h"
@@ -399,6 +400,7 @@ int run_bench(const BenchOptions& o) {
   for (const std::string& name : names) {
     if (toy) {
       if (!name.starts_with(kToyPrefix)) {
+        if (looks_like_workload_path(name)) open_input_file(name, "workload");  // a bad path first
         throw UsageError("workload '" + name +
                          "': the toy target reads token ids, so it runs the built-in workloads "
                          "toy-periodic, toy-markov and toy-random");
@@ -572,16 +574,16 @@ void add_bench(CLI::App& app) {
                   "or for --model toy: toy-periodic, toy-markov, toy-random. Default: all")
       ->delimiter(',');
   cmd->add_option("--prompts", o->prompts, "Conversations per workload; 0 = all")
-      ->check(CLI::Range(0, 100000))
+      ->check(int_in(0, 100000, "conversations per workload"))
       ->capture_default_str();
   cmd->add_option("--repeats", o->repeats, "Repeats of every run; the speedup is their median")
-      ->check(CLI::Range(1, 1000))
+      ->check(int_in(1, 1000, "repeats"))
       ->capture_default_str();
   cmd->add_option("--max-new-tokens", o->max_new_tokens, "The most tokens per reply")
-      ->check(CLI::Range(1, 1 << 20))
+      ->check(int_in(1, 1 << 20, "tokens per reply"))
       ->capture_default_str();
   cmd->add_option("--temperature", o->temperature, "Sampling temperature; 0 = greedy")
-      ->check(CLI::Range(0.0, 100.0))
+      ->check(real_in(0.0, 100.0, "sampling temperature"))
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
   cmd->add_option("--csv", o->csv, "Write the results as CSV here ('' = do not)")

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <stdexcept>
 
 #include "auto_drafter.h"
@@ -50,6 +51,29 @@ CLI::Validator int_in(long long lo, long long hi, const std::string& what) {
         return {};
       },
       "[" + std::to_string(lo) + ".." + std::to_string(hi) + "]");
+}
+
+CLI::Validator real_in(double lo, double hi, const std::string& what) {
+  const auto text = [](double x) {
+    std::ostringstream s;
+    s << x;  // 0, 100, -1, 0.5: no trailing zeros
+    return s.str();
+  };
+  const std::string range = text(lo) + " and " + text(hi);
+  return CLI::Validator(
+      [lo, hi, what, range](std::string& value) -> std::string {
+        double v = 0;
+        try {
+          size_t used = 0;
+          v = std::stod(value, &used);
+          if (used != value.size()) throw std::invalid_argument(value);
+        } catch (const std::exception&) {
+          return "expected a number (" + what + "), got '" + value + "'";
+        }
+        if (!(v >= lo && v <= hi)) return "must be between " + range + " (" + what + "), got " + value;
+        return {};
+      },
+      "[" + text(lo) + ".." + text(hi) + "]");
 }
 
 namespace {
@@ -172,7 +196,7 @@ void add_target_flags(CLI::App& cmd, TargetOptions& o) {
   cmd.add_option("--noise", o.noise,
                  "Toy target only: chance a position departs from the regime's rule (-1: the "
                  "regime's default)")
-      ->check(CLI::Range(-1.0, 1.0))
+      ->check(real_in(-1.0, 1.0, "chance of a departure, or -1"))
       ->capture_default_str()
       ->group("Toy target");
 }
@@ -468,7 +492,7 @@ void add_decode_flags(CLI::App& cmd, DecodeOptions& o) {
       ->check(int_in(1, 64, "drafts per round"))
       ->capture_default_str();
   cmd.add_option("--temperature", o.temperature, "Sampling temperature; 0 = greedy")
-      ->check(CLI::Range(0.0, 100.0))
+      ->check(real_in(0.0, 100.0, "sampling temperature"))
       ->capture_default_str();
   cmd.add_option("--seed", o.seed, "Sampling seed; for the toy target also the seed of its text")
       ->capture_default_str();

@@ -29,6 +29,8 @@ const char* lab_impl();
 // A CLI11 check for an integer flag in [lo, hi] whose message says what the flag means:
 // "--k: must be between 1 and 64 (drafts per round), got 0".
 CLI::Validator int_in(long long lo, long long hi, const std::string& what);
+// The same for a real number in [lo, hi] (NaN is refused).
+CLI::Validator real_in(double lo, double hi, const std::string& what);
 
 // ---- targets ----
 

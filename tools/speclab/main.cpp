@@ -31,8 +31,12 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {  // a subcommand's own failure (bench: outputs differ)
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // app.exit prints --help or --version (status 0), or the error and a pointer to --help.
+    // Every parse error is bad input, so it exits 2 like a UsageError (not CLI11's own codes).
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "speclab: error: %s\n", e.what());
     return 2;

@@ -5,6 +5,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "input_file.h"
 #include "mini_engine/targets/toy_target.h"
 
 namespace speclab::cli {
@@ -14,8 +15,7 @@ std::string read_all(const std::string& path) {
   if (path == "-") {
     return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("--prompt-file: cannot open '" + path + "'");
+  std::ifstream in = open_input_file(path, "--prompt-file");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "input_file.h"
 #include "text.h"
 
 namespace speclab::cli {
@@ -19,8 +20,7 @@ std::string where(const std::string& path, int line) {
 }  // namespace
 
 Workload load_workload(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("workload '" + path + "': cannot open the file");
+  std::ifstream in = open_input_file(path, "workload");
   Workload w;
   w.path = path;
   w.name = std::filesystem::path(path).stem().string();
@@ -84,10 +84,12 @@ std::vector<std::string> shipped_workloads() {
   return names;
 }
 
+bool looks_like_workload_path(const std::string& name) {
+  return name.find('/') != std::string::npos || name.ends_with(".jsonl");
+}
+
 Workload find_workload(const std::string& name) {
-  const bool looks_like_path =
-      name.find('/') != std::string::npos || name.ends_with(".jsonl");
-  if (looks_like_path) return load_workload(name);
+  if (looks_like_workload_path(name)) return load_workload(name);
   const std::string path = workloads_dir() + "/" + name + ".jsonl";
   if (std::filesystem::exists(path)) return load_workload(path);
   std::string valid;

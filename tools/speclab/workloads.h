@@ -31,8 +31,11 @@ std::string workloads_dir();
 // The names of the shipped workloads, sorted.
 std::vector<std::string> shipped_workloads();
 
-// A shipped workload by name ("code_edit"), or a file by path (anything with a '/' or ending
-// in .jsonl). Throws UsageError listing the shipped names when neither exists.
+// Whether find_workload takes `name` as a file path: it has a '/' or ends in .jsonl.
+bool looks_like_workload_path(const std::string& name);
+
+// A shipped workload by name ("code_edit"), or a file by path (looks_like_workload_path).
+// Throws UsageError listing the shipped names when neither exists.
 Workload find_workload(const std::string& name_or_path);
 
 }  // namespace speclab::cli
