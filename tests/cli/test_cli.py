@@ -421,6 +421,12 @@ class RealModel(unittest.TestCase):
             rounds = [json.loads(line) for line in out.read_text().splitlines()]
             self.assertTrue(rounds)
             self.assertTrue(all("text" in r for r in rounds))
+            for i, r in enumerate(rounds):  # trace_record.h: a stop round has no target token
+                if r["last"] == "stop":
+                    self.assertEqual(len(r["emitted"]), r["accepted"])
+                    self.assertEqual(i, len(rounds) - 1, "the run ends at a stop round")
+                else:
+                    self.assertEqual(len(r["emitted"]), r["accepted"] + 1)
             self.assertLessEqual(sum(len(r["emitted"]) for r in rounds), 16)
 
     def test_demo_uses_smollm2(self):

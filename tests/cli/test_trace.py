@@ -1,5 +1,5 @@
 """`speclab trace`: the JSON Lines it writes keep the contract documented in
-tools/speclab/trace.cpp, which the book's plots (tools/book_site/plots.py) rely on."""
+tools/speclab/trace_record.h, which the book's plots (tools/book_site/plots.py) rely on."""
 
 import json
 import os

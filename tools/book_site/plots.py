@@ -3,7 +3,7 @@
     plots.py --speclab build/bin/speclab --out build/book/generated
 
 Every number comes from `speclab trace` runs made here (one JSON line per verify round; the fields
-are documented in tools/speclab/trace.cpp) or from a benchmark's output file. Writes:
+are documented in tools/speclab/trace_record.h) or from a benchmark's output file. Writes:
 
     OUT/data/*.jsonl          the traces
     OUT/figures/NAME.svg      a figure
