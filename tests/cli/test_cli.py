@@ -154,6 +154,10 @@ class BadInput(unittest.TestCase):
                 ([], "A subcommand is required")]:
             self.assert_refused(args, needle)
 
+    def test_batch_mode_refuses_a_json_path(self):
+        self.assert_refused(["bench", "--model", "smollm2", "--batch", "2", "--json", "b.json"],
+                            "--json: batched mode (--batch) writes its results to --csv only")
+
     def test_a_folder_where_a_file_is_expected(self):
         with tempfile.TemporaryDirectory() as tmp:
             self.assert_refused(["generate", "--model", "toy", "--prompt-file", tmp],

@@ -50,6 +50,7 @@ struct BenchOptions {
   bool no_progress = false;
   std::string clock = "wall";  // wall | cpu (this process's CPU time)
   std::vector<int> batches;     // --batch: batch sizes to run (batched mode); empty: off
+  bool json_given = false;      // --json was on the command line (batched mode writes no JSON)
   bool corrupt_verify = false;  // hidden: breaks the verify rule, to test the identity check
 };
 
@@ -361,6 +362,9 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
 }
 
 int run_bench(const BenchOptions& o) {
+  if (!o.batches.empty() && o.json_given && !o.json.empty()) {
+    throw UsageError("--json: batched mode (--batch) writes its results to --csv only; drop --json");
+  }
   const std::vector<Case> cases = make_cases(o);
   if (cases.empty()) throw UsageError("bench: no case to run (check --drafter, --k and --n)");
   for (int k : o.ks) {
@@ -602,13 +606,15 @@ void add_bench(CLI::App& app) {
                   "requests (R = the largest B: the first turns of the workload's conversations, "
                   "in turn) are decoded in consecutive batches of B, in lock-step with "
                   "run_speculative_batch, plain against each case; --csv gets one row per case "
-                  "and batch size (no --json)")
+                  "and batch size (no --json). Needs a real model")
       ->delimiter(',')
       ->check(int_in(1, 256, "requests per batch"));
   cmd->add_flag("--corrupt-verify-for-testing", o->corrupt_verify,
                 "Break the verify rule on purpose, to check that the bench catches it")
       ->group("");  // hidden
-  cmd->callback([o]() {
+  const CLI::Option* json = cmd->get_option("--json");
+  cmd->callback([o, json]() {
+    o->json_given = json->count() > 0;
     const int rc = run_bench(*o);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -139,7 +139,8 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
   }
   std::fprintf(out,
                "\nAL: tokens per target run (mean acceptance length); AL range: the lowest and "
-               "highest AL of one conversation (prompt), over its repeats.\n"
+               "highest of the conversations' ALs (each conversation's AL over all its "
+               "repeats).\n"
                "acc%%: accepted / drafted. "
                "speedup: plain time / speculative time (%s clock), median over repeats.\n"
                "decode only: the same without the prompt's prefill (wall clock, summed over "
