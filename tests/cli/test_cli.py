@@ -165,6 +165,23 @@ class BadInput(unittest.TestCase):
             self.assert_refused(["bench", "--model", "toy", "--workload", tmp, "--csv", "",
                                  "--json", ""], f"workload '{tmp}' is a directory")
 
+    def test_an_output_file_that_cannot_be_written_is_refused_before_the_run(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            blocker = os.path.join(tmp, "a-file")
+            open(blocker, "w").close()
+            under_a_file = os.path.join(blocker, "bench.json")
+            for args, needles in [
+                (["--csv", tmp, "--json", ""], [f"--csv '{tmp}' is a directory, not a file"]),
+                (["--csv", "", "--json", under_a_file], [f"--json '{under_a_file}'", "cannot"]),
+            ]:
+                cmd = ["bench", "--model", "toy", "--repeats", "1", "--max-new-tokens", "8", *args]
+                self.assert_refused(cmd, *needles)
+                rc, out, err = speclab(*cmd)
+                self.assertNotIn("speedup", out, "the bench ran before checking its output files")
+            self.assert_refused(["trace", "--model", "toy", "--out", tmp],
+                                f"--out '{tmp}' is a directory, not a file")
+            self.assertEqual(sorted(os.listdir(tmp)), ["a-file"], "a refused run left files behind")
+
     def test_a_missing_workload_file_is_named(self):
         self.assert_refused(["bench", "--model", "toy", "--workload", "/nonexistent/w.jsonl",
                              "--csv", "", "--json", ""], "'/nonexistent/w.jsonl': no such file")

@@ -89,9 +89,15 @@ def test_bad_options_are_rejected_with_a_message(tmp_path, args, message):
     assert message in result.stderr + result.stdout
 
 
-def test_an_unwritable_output_file_is_an_error(tmp_path):
-    target = tmp_path / "missing-dir" / "x.jsonl"
-    result = subprocess.run([SPECLAB, "trace", "--out", str(target)], capture_output=True,
+def test_an_unwritable_output_file_is_bad_input(tmp_path):
+    result = subprocess.run([SPECLAB, "trace", "--out", str(tmp_path)], capture_output=True,
                             text=True)
-    assert result.returncode == 1
-    assert "cannot open" in result.stderr
+    assert result.returncode == 2
+    assert f"--out '{tmp_path}' is a directory, not a file" in result.stderr
+
+
+def test_the_output_folder_is_created(tmp_path):
+    out = tmp_path / "new" / "trace.jsonl"
+    subprocess.run([SPECLAB, "trace", "--model", "toy", "--max-new-tokens", "8", "--out", str(out)],
+                   check=True, capture_output=True, text=True)
+    assert len(out.read_text().splitlines()) > 0

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <stdexcept>
 #include <cstdio>
 #include <map>
@@ -22,7 +21,7 @@
 #include <vector>
 
 #include "bench_report.h"
-#include "input_file.h"
+#include "user_files.h"
 #include "commands.h"
 #include "factory.h"
 #include "mini_engine/spec/batch_loop.h"
@@ -331,8 +330,7 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
               o.clock.c_str());
   std::fflush(stdout);
   if (!o.csv.empty()) {
-    std::filesystem::path path(o.csv);
-    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+    open_output_file(o.csv, "--csv").close();  // creates its folder, names a failure
     std::FILE* f = std::fopen(o.csv.c_str(), "w");
     if (f == nullptr) throw std::runtime_error("bench: cannot write " + o.csv);
     std::fprintf(f, "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
@@ -372,6 +370,9 @@ int run_bench(const BenchOptions& o) {
       throw UsageError("--k must be between 1 and 64 (drafts per round), got " + std::to_string(k));
     }
   }
+  // A long run must not end in "cannot write": check the output paths before any work.
+  check_output_file(o.csv, "--csv");
+  if (o.batches.empty()) check_output_file(o.json, "--json");
   DecodeOptions decode;
   decode.temperature = o.temperature;
   decode.seed = o.seed;
@@ -590,9 +591,13 @@ void add_bench(CLI::App& app) {
       ->check(real_in(0.0, 100.0, "sampling temperature"))
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
-  cmd->add_option("--csv", o->csv, "Write the results as CSV here ('' = do not)")
+  cmd->add_option("--csv", o->csv,
+                  "Write the results as CSV here, creating its folder ('' = do not). "
+                  "Checked before the run")
       ->capture_default_str();
-  cmd->add_option("--json", o->json, "Write the results as JSON here ('' = do not)")
+  cmd->add_option("--json", o->json,
+                  "Write the results as JSON here, creating its folder ('' = do not). "
+                  "Checked before the run")
       ->capture_default_str();
   cmd->add_flag("--no-progress", o->no_progress, "No progress bar (it is drawn only on a terminal)");
   cmd->add_option("--clock", o->clock,

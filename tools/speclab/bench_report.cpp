@@ -2,11 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+
+#include "user_files.h"
 
 namespace speclab::cli {
 namespace {
@@ -25,14 +26,6 @@ std::string acceptance_by_position(const SpecStats& s, const char* sep, int digi
     std::snprintf(buf, sizeof buf, "%.*f", digits, s.acceptance_at(static_cast<int>(i)));
     out += (i ? sep : "") + std::string(buf);
   }
-  return out;
-}
-
-std::ofstream open_for_writing(const std::string& path) {
-  const std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("bench: cannot write '" + path + "'");
   return out;
 }
 
@@ -150,7 +143,7 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
 
 void write_csv(const std::string& path, const BenchMeta& meta,
                const std::vector<CaseResult>& cases) {
-  std::ofstream out = open_for_writing(path);
+  std::ofstream out = open_output_file(path, "bench output");
   out << "model,lab_impl,clock,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
          "target_runs,drafted,accepted,emitted,tokens_per_run,acceptance_rate,"
          "tokens_per_run_by_conversation,acceptance_by_position,tokens_per_run_turn2plus,"
@@ -242,7 +235,7 @@ void write_json(const std::string& path, const BenchMeta& meta,
     if (c.mismatches) row["first_mismatch"] = c.first_mismatch;
     j["cases"].push_back(row);
   }
-  std::ofstream out = open_for_writing(path);
+  std::ofstream out = open_output_file(path, "bench output");
   out << j.dump(2) << '\n';
   if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
 }

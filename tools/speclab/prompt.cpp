@@ -5,7 +5,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "input_file.h"
+#include "user_files.h"
 #include "mini_engine/targets/toy_target.h"
 
 namespace speclab::cli {

@@ -16,6 +16,7 @@
 #include "factory.h"
 #include "prompt.h"
 #include "trace_record.h"
+#include "user_files.h"
 
 namespace speclab::cli {
 namespace {
@@ -34,8 +35,7 @@ void run_trace(const TraceOptions& o) {
   std::ofstream file;
   std::ostream* out = &std::cout;
   if (o.out != "-") {
-    file.open(o.out);
-    if (!file) throw std::runtime_error("trace: cannot open '" + o.out + "' for writing");
+    file = open_output_file(o.out, "--out");
     out = &file;
   }
   std::int64_t index = 0;
@@ -70,7 +70,7 @@ void add_trace(CLI::App& app) {
   add_target_flags(*cmd, o->target);
   add_drafter_flags(*cmd, o->drafter);
   add_decode_flags(*cmd, o->decode);
-  cmd->add_option("--out", o->out, "Output file (JSON Lines), or - for standard output")
+  cmd->add_option("--out", o->out, "Output file (JSON Lines; its folder is created), or - for standard output")
       ->required();
   cmd->callback([o]() { run_trace(*o); });
 }

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "input_file.h"
+#include "user_files.h"
 #include "text.h"
 
 namespace speclab::cli {
