@@ -402,6 +402,21 @@ class GradeRefusals(TempDir):
                 self.assertIn(message, p.stderr)
         self.assertEqual(grade().returncode, 2)
 
+    def test_limits_out_of_range_are_usage_errors_that_name_the_flag(self):
+        for flag, value in (("--timeout", "0"), ("--timeout", "-1"), ("--timeout", "nan"),
+                            ("--timeout", "inf"), ("--build-timeout", "0"),
+                            ("--build-timeout", "x"), ("--jobs", "0"), ("-j", "-2"),
+                            ("--jobs", "1.5"), ("--mem-mb", "-1"), ("--mem-mb", "big")):
+            with self.subTest(flag=flag, value=value):
+                p = grade(self.tmp, f"{flag}={value}")
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(f"argument {'-j/--jobs' if flag in ('-j', '--jobs') else flag}: ",
+                              p.stderr)
+                self.assertIn(value, p.stderr)
+        ok = cli.parser().parse_args(["s", "--timeout", "0.5", "--build-timeout", "60",
+                                      "--jobs", "1", "--mem-mb", "0"])
+        self.assertEqual((ok.timeout, ok.build_timeout, ok.jobs, ok.mem_mb), (0.5, 60, 1, 0))
+
     @unittest.skipUnless(os.environ.get("SPECLAB_GRADE_WORK"), "needs SPECLAB_GRADE_WORK")
     def test_an_unknown_lab_and_a_hidden_case_without_points_stop_grading(self):
         work = os.environ["SPECLAB_GRADE_WORK"]

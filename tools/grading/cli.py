@@ -21,10 +21,12 @@ DIR/summary.csv.
 
 Exit status: 0 when every submission was graded, whatever the scores; 1 when grading could not
 run (the reason is printed: a points file that misses a case, a reference solution that fails,
-an unreadable submission, ...); 2 for a usage error.
+an unreadable submission, ...); 2 for a usage error (an unknown flag, no SUBMISSION, a --timeout,
+--build-timeout or --jobs that is not > 0, a --mem-mb below 0).
 """
 import argparse
 import csv
+import math
 import os
 import sys
 import time
@@ -259,6 +261,21 @@ def check_points_cmd(args):
     return 0
 
 
+def _number(kind, low, strict):
+    """An argparse type: a finite number of `kind` that is > low (strict) or >= low."""
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {'an integer' if kind is int else 'a number'}, got '{text}'") from None
+        if not math.isfinite(value) or (value <= low if strict else value < low):
+            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {low}, "
+                                             f"got {text}")
+        return value
+    return parse
+
+
 def parser():
     p = argparse.ArgumentParser(prog="tools/grade", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -272,13 +289,14 @@ def parser():
     p.add_argument("--work", metavar="DIR", default=os.path.join(REPO, "build", "grading"),
                    help="the grader's copy of the repository and its build "
                         "(default: build/grading)")
-    p.add_argument("--timeout", type=float, metavar="S",
+    p.add_argument("--timeout", type=_number(float, 0, True), metavar="S",
                    help="seconds one test case may run (default: the lab's own, as in ctest)")
-    p.add_argument("--mem-mb", type=int, metavar="M",
-                   help="address-space limit of one test case in MiB (default: the lab's own)")
-    p.add_argument("--build-timeout", type=float, default=300, metavar="S",
+    p.add_argument("--mem-mb", type=_number(int, 0, False), metavar="M",
+                   help="address-space limit of one test case in MiB, 0 for none (default: "
+                        "the lab's own)")
+    p.add_argument("--build-timeout", type=_number(float, 0, True), default=300, metavar="S",
                    help="seconds a submission's lab may take to compile (default 300)")
-    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2,
+    p.add_argument("-j", "--jobs", type=_number(int, 0, True), default=os.cpu_count() or 2,
                    help="parallel compile jobs and test cases (default: all cores)")
     p.add_argument("--brief", action="store_true", help="one line per lab, no per-test table")
     p.add_argument("--no-reference-check", action="store_true",
