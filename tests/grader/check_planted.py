@@ -75,10 +75,15 @@ def check_reports(grade, results, junit_path, timeout_slack):
     if len(cases) != len(tests) + builds or int(root.get("tests")) != len(cases):
         problems.append(f"junit.xml has {len(cases)} test cases, expected {len(tests) + builds}")
     bad = sum(1 for c in cases if c.find("failure") is not None or c.find("error") is not None)
-    if bad != sum(1 for t in tests if t["status"] != "passed") + builds:
+    if bad != sum(1 for t in tests if t["status"] not in ("passed", "skipped")) + builds:
         problems.append("junit.xml's failures and errors do not match grade.json")
     if int(root.get("failures")) + int(root.get("errors")) != bad:
         problems.append("junit.xml's failures/errors attributes do not add up")
+    skipped = sum(1 for c in cases if c.find("skipped") is not None)
+    if skipped != sum(1 for t in tests if t["status"] == "skipped"):
+        problems.append("junit.xml's skipped cases do not match grade.json")
+    if int(root.get("skipped")) != skipped:
+        problems.append("junit.xml's skipped attribute does not add up")
     return problems
 
 

@@ -328,6 +328,22 @@ class Reports(unittest.TestCase):
         root = ET.fromstring(reports.junit_xml(sample_grade("compile_error")).encode())
         self.assertEqual(root.get("tests"), "5")
 
+    def test_a_skipped_case_is_skipped_in_junit_xml_not_passed_nor_an_error(self):
+        g = sample_grade()
+        g.labs[0].tests.append(runner.TestResult(
+            "lab01", "needs the model", "lab01 / D", False, 2, 0, "skipped",
+            "was skipped: the model file is missing", "SKIPPED: the model file is missing", 0.0))
+        root = ET.fromstring(reports.junit_xml(g).encode())
+        case = root.find(".//testcase[@name='needs the model']")
+        self.assertEqual([child.tag for child in case if child.tag != "properties"], ["skipped"])
+        self.assertIn("the model file is missing", case.find("skipped").get("message"))
+        self.assertEqual((root.get("tests"), root.get("failures"), root.get("errors"),
+                          root.get("skipped")), ("5", "1", "1", "1"))
+        suite = root.find("testsuite[@name='lab01 / D']")
+        self.assertEqual((suite.get("tests"), suite.get("errors"), suite.get("skipped")),
+                         ("1", "0", "1"))
+        self.assertEqual(root.find("testsuite[@name='lab01 / A']").get("skipped"), "0")
+
     def test_grade_json_and_the_table_show_every_test(self):
         g = sample_grade()
         data = reports.grade_json(g)

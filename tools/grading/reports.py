@@ -4,8 +4,9 @@ grade.json is the complete record (format 'speclab-grade/1'). results.json follo
 autograder specification (https://gradescope-autograders.readthedocs.io/en/latest/specs/):
 a top-level score and one entry per test with name, score, max_score, status ('passed' or
 'failed'), output and visibility; hidden tests are 'after_due_date'. junit.xml is for CI
-dashboards: a check that failed is a <failure>, anything else that kept a test from passing
-(exception, crash, timeout, memory, compile error) is an <error>.
+dashboards: a check that failed is a <failure>, a skipped case is <skipped/> (it scores 0), and
+anything else that kept a test from passing (exception, crash, timeout, memory, compile error) is
+an <error>.
 """
 import json
 import os
@@ -245,7 +246,7 @@ def _x(text):
 
 def junit_xml(grade):
     root = ET.Element("testsuites", name=_x(f"SpecLab grade: {grade.name}"))
-    totals = {"tests": 0, "failures": 0, "errors": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for lg in grade.labs:
         groups = {}
         for t in lg.tests:
@@ -255,7 +256,7 @@ def junit_xml(grade):
             groups = {f"{lg.lab.name}: build": []} | groups
         for suite_name, tests in groups.items():
             suite = ET.SubElement(root, "testsuite", name=_x(suite_name))
-            counts = {"tests": 0, "failures": 0, "errors": 0}
+            counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
             if not tests:  # the build entry
                 case = ET.SubElement(suite, "testcase", classname=lg.lab.name, name="build")
                 err = ET.SubElement(case, "error", type=lg.build_status,
@@ -271,7 +272,11 @@ def junit_xml(grade):
                              ("status", t.status), ("hidden", str(t.hidden).lower())):
                     ET.SubElement(props, "property", name=k, value=str(v))
                 counts["tests"] += 1
-                if t.status != "passed":
+                if t.status == "skipped":  # scores 0, but neither a failure nor an error
+                    counts["skipped"] += 1
+                    el = ET.SubElement(case, "skipped", message=_x(t.summary))
+                    el.text = _x(t.output)
+                elif t.status != "passed":
                     kind = "failure" if t.status == "failed" else "error"
                     counts["failures" if kind == "failure" else "errors"] += 1
                     el = ET.SubElement(case, kind, type=t.status, message=_x(t.summary))
