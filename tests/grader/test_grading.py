@@ -304,6 +304,23 @@ class Reports(unittest.TestCase):
                 self.assertEqual(vis["lab01 / A / passes"], "visible")
                 self.assertEqual("lab01: build" in vis, build != "ok")
 
+    def test_gradescope_top_level_output_counts_and_scores_visible_cases_only(self):
+        for build in ("ok", "compile_error", "not_submitted"):
+            with self.subTest(build=build):
+                g = sample_grade(build)
+                if build != "ok":
+                    for t in g.labs[0].tests:
+                        t.score, t.status = 0, build
+                out = reports.gradescope_json(g)["output"]
+                # Public: 3 cases worth 2 + 3 + 1; hidden: 1 case worth 4.
+                passed = 1 if build == "ok" else 0
+                self.assertIn(f"{2 * passed} / 6 points from its 3 visible test cases "
+                              f"({passed} passed)", out)
+                self.assertNotIn("hidden", out.lower())
+                self.assertNotIn("secret", out)
+                self.assertNotRegex(out, r"\b(4|10)\b")  # hidden points, or the lab's total
+                self.assertIn("Note: a note", out)
+
     def test_the_validator_catches_what_gradescope_would_reject(self):
         good = reports.gradescope_json(sample_grade())
         for mutate, message in (

@@ -3,7 +3,8 @@
 grade.json is the complete record (format 'speclab-grade/1'). results.json follows Gradescope's
 autograder specification (https://gradescope-autograders.readthedocs.io/en/latest/specs/):
 a top-level score and one entry per test with name, score, max_score, status ('passed' or
-'failed'), output and visibility; hidden tests are 'after_due_date'. junit.xml is for CI
+'failed'), output and visibility; hidden tests are 'after_due_date'. The top-level output counts and
+scores the visible tests only, so it reveals nothing about hidden ones before the due date. junit.xml is for CI
 dashboards: a check that failed is a <failure>, a skipped case is <skipped/> (it scores 0), and
 anything else that kept a test from passing (exception, crash, timeout, memory, compile error) is
 an <error>.
@@ -187,8 +188,17 @@ def gradescope_json(grade):
                 "visibility": "after_due_date" if t.hidden else "visible",
                 "tags": [lg.lab.name, t.status],
             })
-    summary = [f"{lg.lab.name} ({lg.lab.title}): {num(lg.score)} / {num(lg.max_score)}"
-               for lg in grade.labs]
+    # Students read this before the due date: it counts and scores the visible cases only, so
+    # it says nothing about hidden ones (not even that there are any).
+    summary = []
+    for lg in grade.labs:
+        pub = [t for t in lg.tests if not t.hidden]
+        state = {"compile_error": "did not compile; ",
+                 "not_submitted": "not submitted; "}.get(lg.build_status, "")
+        summary.append(f"{lg.lab.name} ({lg.lab.title}): {state}"
+                       f"{num(sum(t.score for t in pub))} / {num(sum(t.max_score for t in pub))} "
+                       f"points from its {len(pub)} visible test cases "
+                       f"({sum(t.status == 'passed' for t in pub)} passed)")
     output = "\n".join(summary + [f"Note: {n}" for n in grade.notes])
     return {"score": num(grade.score), "execution_time": int(round(grade.seconds)),
             "output": output, "tests": tests}
