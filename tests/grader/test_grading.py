@@ -371,6 +371,76 @@ class Reports(unittest.TestCase):
         self.assertIn("[hidden] lab01 hidden / C", text)
 
 
+class FakeWorkspace:
+    """Stands in for workspace.Workspace in grade_submission: each build_targets call pops the
+    next (ok, output) from `builds` and records the targets it was asked for."""
+
+    hidden = "/instructor/hidden"
+
+    def __init__(self, builds):
+        self.builds, self.built = list(builds), []
+
+    def place(self, rel, data):
+        pass
+
+    def targets(self, lab, impl):
+        return [f"{lab.name}_tests_{impl}", f"{lab.name}_hidden_{impl}"]
+
+    def build_targets(self, targets, timeout):
+        self.built.append(targets)
+        return self.builds.pop(0)
+
+    def clean_build_output(self, text):
+        return text
+
+    def relative_paths(self, text):
+        return text
+
+    def exe(self, lab, impl, hidden=False):
+        return "/nonexistent"
+
+
+class GradeOneSubmission(unittest.TestCase):
+    """cli.grade_submission with a fake workspace: what a student's build failure shows, and
+    where."""
+
+    def grade(self, builds):
+        setup = cli.LabSetup(LAB, [], {}, [("secret case", "lab01 hidden / S")],
+                             {"secret case": 4.0}, 5, 512)
+        ws = FakeWorkspace(builds)
+        sub = submission.Submission("alice", "/x/alice", {EDITABLE: b"int x;"})
+        args = argparse.Namespace(build_timeout=60, jobs=1)
+        return ws, cli.grade_submission(ws, sub, ["lab01"], {"lab01": setup}, args)
+
+    def test_a_public_compile_error_is_shown_from_the_public_build_alone(self):
+        ws, g = self.grade([(False, "starter.cpp:1: error: expected ';'")])
+        self.assertEqual(ws.built, [["lab01_tests_starter"]])  # the hidden target never built
+        lg = g.labs[0]
+        self.assertEqual((lg.build_status, lg.build_output),
+                         ("compile_error", "starter.cpp:1: error: expected ';'"))
+        self.assertEqual([t.status for t in lg.tests], ["compile_error"])
+
+    def test_a_file_that_builds_with_the_public_tests_but_not_the_hidden_ones(self):
+        leak = "ld: lab01_hidden_cases.dir/instructor/hidden/lab01/test_secret.cpp.o: undefined"
+        ws, g = self.grade([(True, "public ok"), (False, leak)])
+        self.assertEqual(ws.built, [["lab01_tests_starter"], ["lab01_hidden_starter"]])
+        lg = g.labs[0]
+        self.assertEqual(lg.build_status, "ok")
+        self.assertEqual(lg.build_output, "public ok")
+        self.assertEqual(lg.hidden_build_output, leak)
+        (t,) = lg.tests
+        self.assertEqual((t.hidden, t.status, t.score), (True, "compile_error", 0))
+        self.assertIn("hidden", t.summary)
+        gs = reports.gradescope_json(g)
+        self.assertEqual(reports.validate_gradescope(gs), [])
+        for entry in gs["tests"]:
+            if "test_secret" in entry["output"] or "hidden" in entry["output"]:
+                self.assertEqual(entry["visibility"], "after_due_date", entry)
+        self.assertNotIn("test_secret", gs["output"])
+        self.assertEqual(reports.grade_json(g)["labs"][0]["build"]["hidden_output"], leak)
+        self.assertIn("HIDDEN TESTS DID NOT BUILD", reports.table(g))
+
+
 class Submit(TempDir):
     """tools/submit in a scratch git repository that holds just what it needs."""
 

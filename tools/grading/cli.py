@@ -113,6 +113,10 @@ def choose_labs(sub, requested, declared):
     return names
 
 
+HIDDEN_BUILD_FAILED = ("not run: the lab's file compiled with the public tests but did not build "
+                       "with the hidden tests")
+
+
 def grade_submission(ws, sub, lab_names, setups, args):
     start = time.monotonic()
     notes = list(sub.notes)
@@ -139,22 +143,36 @@ def grade_submission(ws, sub, lab_names, setups, args):
         lg = reports.LabGrade(lab, "ok", file=rel, sha256=submission.sha256(data))
         ws.place(rel, data)
         log(f"grade: {sub.name}: building {lab.name}")
-        ok, out = ws.build_targets(ws.targets(lab, "starter"), args.build_timeout)
+        # The public tests first, alone: the compiler output students see (results.json's
+        # visible build entry) must come from a build that never touched the hidden tests.
+        public_target, *hidden_targets = ws.targets(lab, "starter")
+        ok, out = ws.build_targets([public_target], args.build_timeout)
         lg.build_output = ws.clean_build_output(out)
         if not ok:
             lg.build_status = "compile_error"
             why = runner.STATUSES["compile_error"]
             lg.tests = (runner.not_run(s.cases, status="compile_error", why=why, **public) +
                         runner.not_run(s.hidden_cases, status="compile_error", why=why, **hidden))
-        else:
-            log(f"grade: {sub.name}: running {lab.name}'s "
-                f"{len(s.cases) + len(s.hidden_cases)} cases")
-            common = dict(timeout=s.timeout, mem_mb=s.mem_mb, jobs=args.jobs,
-                          clean=ws.relative_paths)
-            lg.tests = runner.run_cases(ws.exe(lab, "starter"), s.cases, **public, **common)
-            if s.hidden_cases:
-                lg.tests += runner.run_cases(ws.exe(lab, "starter", hidden=True), s.hidden_cases,
-                                             **hidden, **common)
+            lab_grades.append(lg)
+            continue
+        hidden_ok = True
+        if hidden_targets and s.hidden_cases:
+            # The hidden tests compiled with the reference, so only linking the student's file
+            # can fail here (a function only the hidden tests call, say).
+            hidden_ok, out = ws.build_targets(hidden_targets, args.build_timeout)
+            if not hidden_ok:
+                lg.hidden_build_output = ws.clean_build_output(out)
+        log(f"grade: {sub.name}: running {lab.name}'s "
+            f"{len(s.cases) + len(s.hidden_cases)} cases")
+        common = dict(timeout=s.timeout, mem_mb=s.mem_mb, jobs=args.jobs,
+                      clean=ws.relative_paths)
+        lg.tests = runner.run_cases(ws.exe(lab, "starter"), s.cases, **public, **common)
+        if s.hidden_cases and hidden_ok:
+            lg.tests += runner.run_cases(ws.exe(lab, "starter", hidden=True), s.hidden_cases,
+                                         **hidden, **common)
+        elif s.hidden_cases:
+            lg.tests += runner.not_run(s.hidden_cases, status="compile_error",
+                                       why=HIDDEN_BUILD_FAILED, **hidden)
         lab_grades.append(lg)
     settings = {name: {"timeout_s": setups[name].timeout, "mem_mb": setups[name].mem_mb}
                 for name in lab_names}

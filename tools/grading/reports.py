@@ -29,6 +29,7 @@ class LabGrade:
     file: str = None            # the graded file, repository-relative
     sha256: str = None
     tests: list = field(default_factory=list)  # [runner.TestResult]
+    hidden_build_output: str = None  # the output of a failed build of the hidden tests alone
 
     @property
     def score(self):
@@ -90,6 +91,13 @@ def table(grade, verbose=True):
         if lg.build_status == "not_submitted":
             lines.append(f"    NOT SUBMITTED: the submission has no {lg.lab.editable[0]}")
             continue
+        if lg.hidden_build_output is not None:
+            lines.append("    HIDDEN TESTS DID NOT BUILD with this file: every hidden case scores "
+                         "0. Build output:")
+            out = lg.hidden_build_output.splitlines()
+            lines += ["      " + line for line in out[:30]]
+            if len(out) > 30:
+                lines.append(f"      [... {len(out) - 30} more lines in grade.json ...]")
         if not verbose:
             continue
         lines.append(f"    {'status':<14}{'points':>9}  test")
@@ -138,7 +146,9 @@ def grade_json(grade):
             "score": num(lg.score),
             "max_score": num(lg.max_score),
             "build": {"status": lg.build_status,
-                      "output": trim(lg.build_output, BUILD_OUTPUT_KEEP)},
+                      "output": trim(lg.build_output, BUILD_OUTPUT_KEEP)} | (
+                {"hidden_output": trim(lg.hidden_build_output, BUILD_OUTPUT_KEEP)}
+                if lg.hidden_build_output is not None else {}),
             "file": lg.file,
             "sha256": lg.sha256,
             "tests": [{
