@@ -140,6 +140,15 @@ def check_all(out, expected):
     for name, exp in expected["submissions"].items():
         if "score" in exp and (name not in rows or float(rows[name]["score"]) != exp["score"]):
             problems.append(f"summary.csv: {name} does not score {exp['score']}")
+        if name not in rows:
+            continue
+        status = {"ok": "graded"}.get(exp.get("build", "ok"), exp.get("build"))
+        if rows[name].get("lab01_status") != status:
+            problems.append(f"summary.csv: {name}'s lab01_status is "
+                            f"{rows[name].get('lab01_status')}, expected {status}")
+        if not os.path.exists(rows[name].get("path") or "/nonexistent"):
+            problems.append(f"summary.csv: {name}'s path {rows[name].get('path')!r} does not "
+                            "exist")
     with open(os.path.join(out, "hidden_in_copy.json"), encoding="utf-8") as f:
         leaked = json.load(f)  # written by grade_planted.py right after grading
     if leaked:

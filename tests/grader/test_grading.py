@@ -6,6 +6,7 @@ The end-to-end refusals need a grading build; they run when SPECLAB_GRADE_WORK n
 """
 import argparse
 import contextlib
+import csv
 import io
 import json
 import os
@@ -439,6 +440,56 @@ class GradeOneSubmission(unittest.TestCase):
         self.assertNotIn("test_secret", gs["output"])
         self.assertEqual(reports.grade_json(g)["labs"][0]["build"]["hidden_output"], leak)
         self.assertIn("HIDDEN TESTS DID NOT BUILD", reports.table(g))
+
+
+class Summary(TempDir):
+    def test_names_are_the_base_names_and_clashes_are_qualified_by_their_folders(self):
+        self.assertEqual(cli.unique_names(["subs/alice.zip", "subs/bob/", "carol.ZIP"]),
+                         ["alice", "bob", "carol"])
+        self.assertEqual(cli.unique_names(["sec1/alice.zip", "sec2/alice", "sec2/bob.zip"]),
+                         ["sec1-alice", "sec2-alice", "bob"])
+        # One folder up is not enough: two.
+        self.assertEqual(cli.unique_names(["/x/a/alice.zip", "/y/a/alice.zip"]),
+                         ["x-a-alice", "y-a-alice"])
+        # A qualified name that meets another submission's own name is qualified further.
+        self.assertEqual(cli.unique_names(["/t/s1/alice", "/t/s2/alice", "/t/u/s1-alice"]),
+                         ["t-s1-alice", "s2-alice", "u-s1-alice"])
+        # The same submission twice: nothing left to qualify with but a number.
+        self.assertEqual(cli.unique_names(["/t/alice.zip", "/t/alice.zip"]),
+                         ["t-alice", "t-alice-2"])
+
+    def test_the_summary_has_each_path_and_each_labs_score_and_status(self):
+        lab02 = Lab("lab02", "lab02_ngram_storage", 30.0, 2048)
+        t = runner.TestResult("lab01", "c", "lab01 / A", False, 2, 2, "passed", "passed", "")
+        h = runner.TestResult("lab01", "h", "lab01 hidden / H", True, 1, 0, "compile_error",
+                              "x", "")
+        u = runner.TestResult("lab02", "d", "lab02 / D", False, 3, 0, "compile_error", "x", "")
+        v = runner.TestResult("lab02", "e", "lab02 / E", False, 3, 0, "not_submitted", "x", "")
+        grades = [
+            reports.Grade("sec1-alice", "/s/sec1/alice.zip", [
+                reports.LabGrade(LAB, "ok", tests=[t]),
+                reports.LabGrade(lab02, "compile_error", tests=[u])], []),
+            reports.Grade("bob", "/s/bob", [
+                reports.LabGrade(LAB, "ok", tests=[t, h], hidden_build_output="ld: x"),
+                reports.LabGrade(lab02, "not_submitted", tests=[v])], []),
+            reports.Grade("carol", "/s/carol", [reports.LabGrade(lab02, "ok", tests=[])], [])]
+        errors = {"dave": ("/s/dave.zip", "/s/dave.zip is not a readable zip file\nmore")}
+        path = cli.write_summary(self.tmp, grades, errors)
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+        self.assertEqual(rows[0], ["submission", "path", "lab01", "lab01_status", "lab02",
+                                   "lab02_status", "score", "max_score", "status"])
+        self.assertEqual(rows[1], ["sec1-alice", "/s/sec1/alice.zip", "2", "graded", "0",
+                                   "compile_error", "2", "5", "graded"])
+        self.assertEqual(rows[2], ["bob", "/s/bob", "2", "hidden_compile_error", "0",
+                                   "not_submitted", "2", "6", "graded"])
+        self.assertEqual(rows[3], ["carol", "/s/carol", "", "not_graded", "0", "graded", "0",
+                                   "0", "graded"])
+        self.assertEqual(rows[4], ["dave", "/s/dave.zip", "", "not_graded", "", "not_graded",
+                                   "", "", "error: /s/dave.zip is not a readable zip file"])
+        text = reports.summary_table(grades, errors)
+        self.assertIn("dave", text)
+        self.assertIn("sec1-alice", text)
 
 
 class Submit(TempDir):

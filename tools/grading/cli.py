@@ -17,7 +17,9 @@ labs, on which labs are graded, or on their order.
 
 Outputs (--out DIR): grade.json, results.json (Gradescope) and junit.xml. With one SUBMISSION
 they go into DIR (default grades/NAME); with several, into DIR/NAME/ (default DIR: grades), plus
-DIR/summary.csv.
+DIR/summary.csv (a row per submission: NAME, path, each lab's score and status, the total).
+NAME is the folder or zip name; submissions that share one are qualified by their parent folders
+(sec1/alice.zip, sec2/alice.zip: sec1-alice, sec2-alice).
 
 Exit status: 0 when every submission was graded, whatever the scores; 1 when grading could not
 run (the reason is printed: a points file that misses a case, a reference solution that fails,
@@ -182,28 +184,66 @@ def grade_submission(ws, sub, lab_names, setups, args):
 
 
 def unique_names(paths):
-    seen, names = {}, []
+    """A name per submission for its report folder and summary row: the folder or zip name
+    (without .zip). Submissions that share a name are qualified by their parent folders, as many
+    as it takes, joined by '-' (sec1/alice.zip, sec2/alice.zip: sec1-alice, sec2-alice). Only the
+    same path given twice is told apart by a number (alice, alice-2)."""
+    parts = []
     for p in paths:
-        base = os.path.basename(os.path.normpath(p))
-        base = base[:-4] if base.lower().endswith(".zip") else base
-        seen[base] = seen.get(base, 0) + 1
-        names.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
-    return names
+        comps = [c for c in os.path.abspath(p).split(os.sep) if c]
+        if comps and comps[-1].lower().endswith(".zip"):
+            comps[-1] = comps[-1][:-4]
+        parts.append(comps or ["submission"])
+    levels = [1] * len(paths)
+
+    def name(i):
+        return "-".join(parts[i][-levels[i]:])
+
+    while True:
+        names = [name(i) for i in range(len(paths))]
+        clashes = [i for i, n in enumerate(names) if names.count(n) > 1]
+        grown = False
+        for i in clashes:
+            if levels[i] < len(parts[i]):
+                levels[i] += 1
+                grown = True
+        if not grown:
+            break
+    seen, unique = {}, []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        unique.append(n if seen[n] == 1 else f"{n}-{seen[n]}")
+    return unique
+
+
+def lab_status(lg):
+    """A lab's column in summary.csv: graded, compile_error, not_submitted, or
+    hidden_compile_error (the file built with the public tests only)."""
+    if lg.build_status != "ok":
+        return lg.build_status
+    return "graded" if lg.hidden_build_output is None else "hidden_compile_error"
 
 
 def write_summary(out_root, grades, errors):
+    """summary.csv: a row per submission with its path, each lab's score and status, and the
+    total. errors: {name: (path, why)} for the submissions that could not be graded."""
     labs = sorted({lg.lab.name for g in grades for lg in g.labs})
     path = os.path.join(out_root, "summary.csv")
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["submission"] + labs + ["score", "max_score", "status"])
+        w.writerow(["submission", "path"] + [c for lab in labs for c in (lab, f"{lab}_status")] +
+                   ["score", "max_score", "status"])
         for g in grades:
             by_lab = {lg.lab.name: lg for lg in g.labs}
-            w.writerow([g.name] + [reports.num(by_lab[lab].score) if lab in by_lab else ""
-                                   for lab in labs] +
+            cells = []
+            for lab in labs:
+                lg = by_lab.get(lab)
+                cells += [reports.num(lg.score), lab_status(lg)] if lg else ["", "not_graded"]
+            w.writerow([g.name, g.path] + cells +
                        [reports.num(g.score), reports.num(g.max_score), "graded"])
-        for name, why in errors.items():
-            w.writerow([name] + [""] * len(labs) + ["", "", "error: " + why.splitlines()[0]])
+        for name, (sub_path, why) in errors.items():
+            w.writerow([name, sub_path] + ["", "not_graded"] * len(labs) +
+                       ["", "", "error: " + why.splitlines()[0]])
     return path
 
 
@@ -245,7 +285,7 @@ def grade(args):
             except SubmissionError as e:
                 if not several:
                     raise
-                errors[name] = str(e)
+                errors[name] = (os.path.abspath(path), str(e))
                 log(f"grade: {name}: NOT GRADED: {e}")
                 continue
             out_dir = os.path.join(out_root, name) if (several or not args.out) else out_root

@@ -128,7 +128,7 @@ def summary_table(grades, errors):
             cells.append(f"{num(lg.score) if lg else '-':>8}")
         lines.append(f"{g.name:<{width}}  " + "  ".join(cells) +
                      f"  {num(g.score):>5} / {num(g.max_score):<4}")
-    for name, why in errors.items():
+    for name, (_, why) in errors.items():
         lines.append(f"{name:<{width}}  NOT GRADED: {why.splitlines()[0]}")
     return "\n".join(lines)
 
