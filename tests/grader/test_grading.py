@@ -87,6 +87,18 @@ class PointsFiles(TempDir):
             read_points(os.path.join(self.tmp, "nope.txt"))
         self.assertIn("is missing", str(e.exception))
 
+    def test_a_hidden_folder_for_a_lab_the_repository_lacks_is_an_error(self):
+        self.write("hidden/lab01/t.cpp")
+        self.write("hidden/README.md")
+        self.write("hidden/notes/x.txt")
+        hidden = os.path.join(self.tmp, "hidden")
+        cli.check_hidden_folders(hidden, {"lab01": LAB})
+        self.write("hidden/lab09/t.cpp")
+        with self.assertRaises(GradingError) as e:
+            cli.check_hidden_folders(hidden, {"lab01": LAB})
+        self.assertIn("has tests for lab09, which this repository does not have (it has lab01)",
+                      str(e.exception))
+
     def test_a_missing_points_file_prints_one_to_start_from(self):
         with self.assertRaises(GradingError) as e:
             load_points(os.path.join(self.tmp, "lab09", "points.txt"), ["x y", "z"], "lab09")

@@ -1,7 +1,7 @@
 """tools/grade: grades submissions with the repository's own tests (book/instructors.md).
 
   tools/grade SUBMISSION... [--lab labNN]... [--hidden DIR] [--out DIR]
-  tools/grade --check-points [--build-dir build]
+  tools/grade --check-points [--build-dir build] [--hidden DIR]
 
 SUBMISSION is a folder or a .zip made by tools/submit; only the labs' editable files are taken
 from it. Grading happens in an isolated copy of the repository (--work, default build/grading)
@@ -54,6 +54,38 @@ class LabSetup:
         self.timeout, self.mem_mb = timeout, mem_mb
 
 
+def hidden_cases_and_points(ws, lab, public_names):
+    """([(case, suite)], Points) of the lab's hidden tests, read from its built hidden reference
+    executable, or ([], None) when the lab has none. Raises GradingError on a hidden folder
+    without sources, a case without points, or a case named like a public one."""
+    if not ws.hidden:
+        return [], None
+    folder = os.path.join(ws.hidden, lab.name)
+    if not ws.hidden_sources(lab):
+        if os.path.isdir(folder):
+            raise GradingError(f"{folder} holds no .cpp test sources")
+        return [], None
+    cases = ws.cases(lab, hidden=True)
+    points = load_points(lab.points_path(ws.hidden), [n for n, _ in cases], f"{lab.name} hidden")
+    clash = sorted(set(points.values) & set(public_names))
+    if clash:
+        raise GradingError(f"hidden {lab.name} cases share names with public ones: "
+                           f"{', '.join(clash)}. Rename them.")
+    return cases, points
+
+
+def check_hidden_folders(hidden, declared):
+    """Raises GradingError when the --hidden folder has a labNN/ folder for a lab this repository
+    does not declare (its tests would never run)."""
+    unknown = sorted(d for d in os.listdir(hidden)
+                     if LAB_NAME.match(d) and os.path.isdir(os.path.join(hidden, d)) and
+                     d not in declared)
+    if unknown:
+        raise GradingError(f"--hidden {hidden} has tests for {', '.join(unknown)}, which this "
+                           f"repository does not have (it has {', '.join(declared)}); rename or "
+                           "remove them")
+
+
 def prepare_lab(ws, lab, args):
     """Builds the lab's reference, reads and checks its points, and (unless
     --no-reference-check) checks that the reference passes every case. Raises GradingError."""
@@ -61,19 +93,7 @@ def prepare_lab(ws, lab, args):
     cases = ws.cases(lab)
     points = load_points(lab.points_path(os.path.join(REPO, "tests")), [n for n, _ in cases],
                          lab.name)
-    hidden_cases, hidden_points = [], None
-    if ws.hidden:
-        folder = os.path.join(ws.hidden, lab.name)
-        if ws.hidden_sources(lab):
-            hidden_cases = ws.cases(lab, hidden=True)
-            hidden_points = load_points(lab.points_path(ws.hidden),
-                                        [n for n, _ in hidden_cases], f"{lab.name} hidden")
-            clash = sorted(set(hidden_points.values) & set(points.values))
-            if clash:
-                raise GradingError(f"hidden {lab.name} cases share names with public ones: "
-                                   f"{', '.join(clash)}. Rename them.")
-        elif os.path.isdir(folder):
-            raise GradingError(f"{folder} holds no .cpp test sources")
+    hidden_cases, hidden_points = hidden_cases_and_points(ws, lab, points.values)
     timeout = args.timeout or lab.timeout
     mem_mb = args.mem_mb if args.mem_mb is not None else lab.mem_mb
     setup = LabSetup(lab, cases, points.values, hidden_cases,
@@ -271,6 +291,8 @@ def grade(args):
         if unknown:
             raise GradingError(f"unknown lab(s) {', '.join(unknown)}; this repository has "
                                f"{', '.join(declared)}")
+        if ws.hidden:
+            check_hidden_folders(ws.hidden, declared)
         editable = {rel for lab in declared.values() for rel in lab.editable}
         log(f"grade: workspace ready ({time.monotonic() - t:.1f} s)")
         for path, name in zip(args.submissions, names):
@@ -302,18 +324,48 @@ def grade(args):
 
 
 def check_points_cmd(args):
+    """Checks that every case of every lab built in --build-dir has points. With --hidden, also
+    the hidden tests: their cases are listed from the grading build (--work), which builds each
+    lab's hidden tests with its reference solution."""
     labs = declared_labs(args.build_dir)
     if not labs:
         raise GradingError(f"{args.build_dir}/labtests holds no labNN.lab files: configure and "
                            f"build first (cmake --preset default && cmake --build build)")
-    problems = []
+    if args.hidden and not os.path.isdir(args.hidden):
+        raise GradingError(f"--hidden {args.hidden} is not a folder")
+    problems, public = [], {}
     for name, lab in labs.items():
         try:
             cases = read_cases(os.path.join(args.build_dir, "labtests", f"{name}.cases"))
-            points = load_points(lab.points_path(os.path.join(REPO, "tests")), cases, name)
-            print(f"{name}: {len(cases)} cases, {reports.num(points.total)} points")
+            public[name] = load_points(lab.points_path(os.path.join(REPO, "tests")), cases, name)
         except GradingError as e:
             problems.append(str(e))
+    hidden = {}
+    if args.hidden:
+        check_hidden_folders(args.hidden, labs)
+        with Workspace(REPO, args.work, args.hidden, args.jobs, log) as ws:
+            ws.sync()
+            ws.configure()
+            grading_labs = ws.labs()
+            for name in labs:
+                lab = grading_labs.get(name)
+                if lab is None:
+                    continue
+                try:
+                    if not ws.hidden_sources(lab):
+                        hidden_cases_and_points(ws, lab, [])  # a folder without sources
+                    elif name in public:  # else its public points are already a problem
+                        ws.build_reference(lab)
+                        hidden[name] = hidden_cases_and_points(ws, lab, public[name].values)
+                except GradingError as e:
+                    problems.append(str(e))
+    for name, points in public.items():
+        line = f"{name}: {len(points.values)} cases, {reports.num(points.total)} points"
+        if name in hidden:
+            cases, hp = hidden[name]
+            line += (f"; hidden: {len(cases)} cases, {reports.num(hp.total)} points; "
+                     f"total {reports.num(points.total + hp.total)} points")
+        print(line)
     if problems:
         raise GradingError("\n".join(problems))
     return 0
@@ -360,7 +412,9 @@ def parser():
     p.add_argument("--no-reference-check", action="store_true",
                    help="skip checking that the reference solution passes every case")
     p.add_argument("--check-points", action="store_true",
-                   help="only check that every case of every built lab has points, then exit")
+                   help="only check that every case of every built lab has points and print "
+                        "each lab's total, then exit; with --hidden, the hidden cases too "
+                        "(built in --work) and the public + hidden totals")
     p.add_argument("--build-dir", default=os.path.join(REPO, "build"),
                    help="the build --check-points reads (default: build)")
     return p
