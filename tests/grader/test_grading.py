@@ -549,6 +549,60 @@ class Submit(TempDir):
         self.assertIn("unknown lab 'lab99'", p.stderr)
 
 
+class Setup(TempDir):
+    """tools/setup's modes, with a fake dpkg-query and cmake first on PATH: nothing installs."""
+
+    def setUp(self):
+        super().setUp()
+        bin_dir = os.path.join(self.tmp, "bin")
+        for name, body in (
+                ("dpkg-query", 'for p in $FAKE_MISSING; do [ "$p" = "${!#}" ] && exit 1; done\n'
+                               'printf "install ok installed"\n'),
+                ("cmake", 'echo "cmake version $FAKE_CMAKE_VERSION"\n')):
+            path = self.write(f"bin/{name}", "#!/usr/bin/env bash\n" + body)
+            os.chmod(path, 0o755)
+        self.env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"],
+                        FAKE_MISSING="", FAKE_CMAKE_VERSION="3.25.1")
+
+    def setup(self, *args, **env):
+        return subprocess.run(["bash", os.path.join(REPO, "tools", "setup"), *args],
+                              capture_output=True, text=True, env=dict(self.env, **env))
+
+    def test_list_says_what_each_mode_would_install_and_installs_nothing(self):
+        book = ("chromium", "fonts-dejavu-core", "libjs-katex", "python3-venv")
+        full = self.setup("--list")
+        grading = self.setup("--grading", "--list")
+        for p in (full, grading):
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("build-essential cmake libeigen3-dev", p.stdout)
+            self.assertIn("would install: nothing (all installed)", p.stdout)
+            self.assertIn("CMake >= 3.25: ok", p.stdout)
+        for name in book:
+            self.assertIn(name, full.stdout)
+            self.assertNotIn(name, grading.stdout)
+        self.assertIn(".venv/", full.stdout)
+        self.assertIn("Python packages: none", grading.stdout)
+        p = self.setup("--grading", "--list", FAKE_MISSING="doctest-dev chromium")
+        self.assertIn("would install: doctest-dev\n", p.stdout)
+
+    def test_a_cmake_older_than_3_25_is_refused(self):
+        for version, ok in (("3.22.1", False), ("3.25.0", True), ("3.31.6", True),
+                            ("4.0.2", True), ("3.9.0", False)):
+            with self.subTest(version=version):
+                p = self.setup("--grading", FAKE_CMAKE_VERSION=version)
+                self.assertEqual(p.returncode, 0 if ok else 1, p.stderr)
+                if not ok:
+                    self.assertIn(f"is CMake {version}, older than 3.25", p.stderr)
+                p = self.setup("--grading", "--list", FAKE_CMAKE_VERSION=version)
+                self.assertIn("ok" if ok else "older than 3.25", p.stdout)
+
+    def test_an_unknown_option_is_a_usage_error(self):
+        p = self.setup("--bogus")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown option '--bogus'", p.stderr)
+        self.assertIn("--grading", self.setup("--help").stdout)
+
+
 def grade(*args):
     return subprocess.run([sys.executable, os.path.join(REPO, "tools", "grade"), *args],
                           capture_output=True, text=True)
