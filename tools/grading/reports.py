@@ -3,11 +3,11 @@
 grade.json is the complete record (format 'speclab-grade/1'). results.json follows Gradescope's
 autograder specification (https://gradescope-autograders.readthedocs.io/en/latest/specs/):
 a top-level score and one entry per test with name, score, max_score, status ('passed' or
-'failed'), output and visibility; hidden tests are 'after_due_date'. The top-level output counts and
-scores the visible tests only, so it reveals nothing about hidden ones before the due date. junit.xml is for CI
-dashboards: a check that failed is a <failure>, a skipped case is <skipped/> (it scores 0), and
-anything else that kept a test from passing (exception, crash, timeout, memory, compile error) is
-an <error>.
+'failed'), output and visibility; hidden tests are 'after_due_date'. The top-level output counts
+and scores the visible tests only, so it reveals nothing about hidden ones before the due date.
+junit.xml is for CI dashboards: a check that failed is a <failure>, a skipped case is <skipped/>
+(it scores 0), and anything else that kept a test from passing (exception, crash, timeout,
+memory, compile error) is an <error>.
 """
 import json
 import os
