@@ -88,6 +88,10 @@ endfunction()
 # Grading builds only: instructor-only cases from ${SPECLAB_HIDDEN_TESTS_DIR}/<lab>/*.cpp, compiled
 # where they live (never copied into the source tree) into <lab>_hidden_solution and
 # <lab>_hidden_starter. tools/grade builds and lists them; ctest never registers them.
+# A hidden source is compiled like the public ones: it sees <lab>_cases' include directories and
+# compile definitions and options (read when the build is generated, so those set after
+# speclab_add_lab, like lab06's SPECLAB_DATA_DIR, count), and tests/<lab>/ for the public tests'
+# helper headers.
 function(_speclab_add_hidden_tests lab api_dir)
   file(GLOB sources CONFIGURE_DEPENDS ${SPECLAB_HIDDEN_TESTS_DIR}/${lab}/*.cpp)
   if(NOT sources)
@@ -97,6 +101,12 @@ function(_speclab_add_hidden_tests lab api_dir)
   target_link_libraries(${lab}_hidden_cases
     PUBLIC speclab_engine doctest::doctest speclab_warnings ${ARGN})
   target_include_directories(${lab}_hidden_cases PUBLIC ${api_dir} ${PROJECT_SOURCE_DIR}/tests/support)
+  target_include_directories(${lab}_hidden_cases PRIVATE ${PROJECT_SOURCE_DIR}/tests/${lab}
+    $<TARGET_PROPERTY:${lab}_cases,INCLUDE_DIRECTORIES>)
+  target_compile_definitions(${lab}_hidden_cases PRIVATE
+    $<TARGET_PROPERTY:${lab}_cases,COMPILE_DEFINITIONS>)
+  target_compile_options(${lab}_hidden_cases PRIVATE
+    $<TARGET_PROPERTY:${lab}_cases,COMPILE_OPTIONS>)
   foreach(impl solution starter)
     add_executable(${lab}_hidden_${impl} EXCLUDE_FROM_ALL $<TARGET_OBJECTS:${lab}_hidden_cases>)
     target_link_libraries(${lab}_hidden_${impl}

@@ -75,10 +75,15 @@ def check_reports(grade, results, junit_path, timeout_slack):
     if len(cases) != len(tests) + builds or int(root.get("tests")) != len(cases):
         problems.append(f"junit.xml has {len(cases)} test cases, expected {len(tests) + builds}")
     bad = sum(1 for c in cases if c.find("failure") is not None or c.find("error") is not None)
-    if bad != sum(1 for t in tests if t["status"] != "passed") + builds:
+    if bad != sum(1 for t in tests if t["status"] not in ("passed", "skipped")) + builds:
         problems.append("junit.xml's failures and errors do not match grade.json")
     if int(root.get("failures")) + int(root.get("errors")) != bad:
         problems.append("junit.xml's failures/errors attributes do not add up")
+    skipped = sum(1 for c in cases if c.find("skipped") is not None)
+    if skipped != sum(1 for t in tests if t["status"] == "skipped"):
+        problems.append("junit.xml's skipped cases do not match grade.json")
+    if int(root.get("skipped")) != skipped:
+        problems.append("junit.xml's skipped attribute does not add up")
     return problems
 
 
@@ -135,6 +140,15 @@ def check_all(out, expected):
     for name, exp in expected["submissions"].items():
         if "score" in exp and (name not in rows or float(rows[name]["score"]) != exp["score"]):
             problems.append(f"summary.csv: {name} does not score {exp['score']}")
+        if name not in rows:
+            continue
+        status = {"ok": "graded"}.get(exp.get("build", "ok"), exp.get("build"))
+        if rows[name].get("lab01_status") != status:
+            problems.append(f"summary.csv: {name}'s lab01_status is "
+                            f"{rows[name].get('lab01_status')}, expected {status}")
+        if not os.path.exists(rows[name].get("path") or "/nonexistent"):
+            problems.append(f"summary.csv: {name}'s path {rows[name].get('path')!r} does not "
+                            "exist")
     with open(os.path.join(out, "hidden_in_copy.json"), encoding="utf-8") as f:
         leaked = json.load(f)  # written by grade_planted.py right after grading
     if leaked:

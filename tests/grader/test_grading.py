@@ -6,6 +6,7 @@ The end-to-end refusals need a grading build; they run when SPECLAB_GRADE_WORK n
 """
 import argparse
 import contextlib
+import csv
 import io
 import json
 import os
@@ -85,6 +86,18 @@ class PointsFiles(TempDir):
         with self.assertRaises(GradingError) as e:
             read_points(os.path.join(self.tmp, "nope.txt"))
         self.assertIn("is missing", str(e.exception))
+
+    def test_a_hidden_folder_for_a_lab_the_repository_lacks_is_an_error(self):
+        self.write("hidden/lab01/t.cpp")
+        self.write("hidden/README.md")
+        self.write("hidden/notes/x.txt")
+        hidden = os.path.join(self.tmp, "hidden")
+        cli.check_hidden_folders(hidden, {"lab01": LAB})
+        self.write("hidden/lab09/t.cpp")
+        with self.assertRaises(GradingError) as e:
+            cli.check_hidden_folders(hidden, {"lab01": LAB})
+        self.assertIn("has tests for lab09, which this repository does not have (it has lab01)",
+                      str(e.exception))
 
     def test_a_missing_points_file_prints_one_to_start_from(self):
         with self.assertRaises(GradingError) as e:
@@ -304,6 +317,23 @@ class Reports(unittest.TestCase):
                 self.assertEqual(vis["lab01 / A / passes"], "visible")
                 self.assertEqual("lab01: build" in vis, build != "ok")
 
+    def test_gradescope_top_level_output_counts_and_scores_visible_cases_only(self):
+        for build in ("ok", "compile_error", "not_submitted"):
+            with self.subTest(build=build):
+                g = sample_grade(build)
+                if build != "ok":
+                    for t in g.labs[0].tests:
+                        t.score, t.status = 0, build
+                out = reports.gradescope_json(g)["output"]
+                # Public: 3 cases worth 2 + 3 + 1; hidden: 1 case worth 4.
+                passed = 1 if build == "ok" else 0
+                self.assertIn(f"{2 * passed} / 6 points from its 3 visible test cases "
+                              f"({passed} passed)", out)
+                self.assertNotIn("hidden", out.lower())
+                self.assertNotIn("secret", out)
+                self.assertNotRegex(out, r"\b(4|10)\b")  # hidden points, or the lab's total
+                self.assertIn("Note: a note", out)
+
     def test_the_validator_catches_what_gradescope_would_reject(self):
         good = reports.gradescope_json(sample_grade())
         for mutate, message in (
@@ -328,6 +358,22 @@ class Reports(unittest.TestCase):
         root = ET.fromstring(reports.junit_xml(sample_grade("compile_error")).encode())
         self.assertEqual(root.get("tests"), "5")
 
+    def test_a_skipped_case_is_skipped_in_junit_xml_not_passed_nor_an_error(self):
+        g = sample_grade()
+        g.labs[0].tests.append(runner.TestResult(
+            "lab01", "needs the model", "lab01 / D", False, 2, 0, "skipped",
+            "was skipped: the model file is missing", "SKIPPED: the model file is missing", 0.0))
+        root = ET.fromstring(reports.junit_xml(g).encode())
+        case = root.find(".//testcase[@name='needs the model']")
+        self.assertEqual([child.tag for child in case if child.tag != "properties"], ["skipped"])
+        self.assertIn("the model file is missing", case.find("skipped").get("message"))
+        self.assertEqual((root.get("tests"), root.get("failures"), root.get("errors"),
+                          root.get("skipped")), ("5", "1", "1", "1"))
+        suite = root.find("testsuite[@name='lab01 / D']")
+        self.assertEqual((suite.get("tests"), suite.get("errors"), suite.get("skipped")),
+                         ("1", "0", "1"))
+        self.assertEqual(root.find("testsuite[@name='lab01 / A']").get("skipped"), "0")
+
     def test_grade_json_and_the_table_show_every_test(self):
         g = sample_grade()
         data = reports.grade_json(g)
@@ -336,6 +382,126 @@ class Reports(unittest.TestCase):
         text = reports.table(g)
         self.assertIn("SEGFAULT", text)
         self.assertIn("[hidden] lab01 hidden / C", text)
+
+
+class FakeWorkspace:
+    """Stands in for workspace.Workspace in grade_submission: each build_targets call pops the
+    next (ok, output) from `builds` and records the targets it was asked for."""
+
+    hidden = "/instructor/hidden"
+
+    def __init__(self, builds):
+        self.builds, self.built = list(builds), []
+
+    def place(self, rel, data):
+        pass
+
+    def targets(self, lab, impl):
+        return [f"{lab.name}_tests_{impl}", f"{lab.name}_hidden_{impl}"]
+
+    def build_targets(self, targets, timeout):
+        self.built.append(targets)
+        return self.builds.pop(0)
+
+    def clean_build_output(self, text):
+        return text
+
+    def relative_paths(self, text):
+        return text
+
+    def exe(self, lab, impl, hidden=False):
+        return "/nonexistent"
+
+
+class GradeOneSubmission(unittest.TestCase):
+    """cli.grade_submission with a fake workspace: what a student's build failure shows, and
+    where."""
+
+    def grade(self, builds):
+        setup = cli.LabSetup(LAB, [], {}, [("secret case", "lab01 hidden / S")],
+                             {"secret case": 4.0}, 5, 512)
+        ws = FakeWorkspace(builds)
+        sub = submission.Submission("alice", "/x/alice", {EDITABLE: b"int x;"})
+        args = argparse.Namespace(build_timeout=60, jobs=1)
+        return ws, cli.grade_submission(ws, sub, ["lab01"], {"lab01": setup}, args)
+
+    def test_a_public_compile_error_is_shown_from_the_public_build_alone(self):
+        ws, g = self.grade([(False, "starter.cpp:1: error: expected ';'")])
+        self.assertEqual(ws.built, [["lab01_tests_starter"]])  # the hidden target never built
+        lg = g.labs[0]
+        self.assertEqual((lg.build_status, lg.build_output),
+                         ("compile_error", "starter.cpp:1: error: expected ';'"))
+        self.assertEqual([t.status for t in lg.tests], ["compile_error"])
+
+    def test_a_file_that_builds_with_the_public_tests_but_not_the_hidden_ones(self):
+        leak = "ld: lab01_hidden_cases.dir/instructor/hidden/lab01/test_secret.cpp.o: undefined"
+        ws, g = self.grade([(True, "public ok"), (False, leak)])
+        self.assertEqual(ws.built, [["lab01_tests_starter"], ["lab01_hidden_starter"]])
+        lg = g.labs[0]
+        self.assertEqual(lg.build_status, "ok")
+        self.assertEqual(lg.build_output, "public ok")
+        self.assertEqual(lg.hidden_build_output, leak)
+        (t,) = lg.tests
+        self.assertEqual((t.hidden, t.status, t.score), (True, "compile_error", 0))
+        self.assertIn("hidden", t.summary)
+        gs = reports.gradescope_json(g)
+        self.assertEqual(reports.validate_gradescope(gs), [])
+        for entry in gs["tests"]:
+            if "test_secret" in entry["output"] or "hidden" in entry["output"]:
+                self.assertEqual(entry["visibility"], "after_due_date", entry)
+        self.assertNotIn("test_secret", gs["output"])
+        self.assertEqual(reports.grade_json(g)["labs"][0]["build"]["hidden_output"], leak)
+        self.assertIn("HIDDEN TESTS DID NOT BUILD", reports.table(g))
+
+
+class Summary(TempDir):
+    def test_names_are_the_base_names_and_clashes_are_qualified_by_their_folders(self):
+        self.assertEqual(cli.unique_names(["subs/alice.zip", "subs/bob/", "carol.ZIP"]),
+                         ["alice", "bob", "carol"])
+        self.assertEqual(cli.unique_names(["sec1/alice.zip", "sec2/alice", "sec2/bob.zip"]),
+                         ["sec1-alice", "sec2-alice", "bob"])
+        # One folder up is not enough: two.
+        self.assertEqual(cli.unique_names(["/x/a/alice.zip", "/y/a/alice.zip"]),
+                         ["x-a-alice", "y-a-alice"])
+        # A qualified name that meets another submission's own name is qualified further.
+        self.assertEqual(cli.unique_names(["/t/s1/alice", "/t/s2/alice", "/t/u/s1-alice"]),
+                         ["t-s1-alice", "s2-alice", "u-s1-alice"])
+        # The same submission twice: nothing left to qualify with but a number.
+        self.assertEqual(cli.unique_names(["/t/alice.zip", "/t/alice.zip"]),
+                         ["t-alice", "t-alice-2"])
+
+    def test_the_summary_has_each_path_and_each_labs_score_and_status(self):
+        lab02 = Lab("lab02", "lab02_ngram_storage", 30.0, 2048)
+        t = runner.TestResult("lab01", "c", "lab01 / A", False, 2, 2, "passed", "passed", "")
+        h = runner.TestResult("lab01", "h", "lab01 hidden / H", True, 1, 0, "compile_error",
+                              "x", "")
+        u = runner.TestResult("lab02", "d", "lab02 / D", False, 3, 0, "compile_error", "x", "")
+        v = runner.TestResult("lab02", "e", "lab02 / E", False, 3, 0, "not_submitted", "x", "")
+        grades = [
+            reports.Grade("sec1-alice", "/s/sec1/alice.zip", [
+                reports.LabGrade(LAB, "ok", tests=[t]),
+                reports.LabGrade(lab02, "compile_error", tests=[u])], []),
+            reports.Grade("bob", "/s/bob", [
+                reports.LabGrade(LAB, "ok", tests=[t, h], hidden_build_output="ld: x"),
+                reports.LabGrade(lab02, "not_submitted", tests=[v])], []),
+            reports.Grade("carol", "/s/carol", [reports.LabGrade(lab02, "ok", tests=[])], [])]
+        errors = {"dave": ("/s/dave.zip", "/s/dave.zip is not a readable zip file\nmore")}
+        path = cli.write_summary(self.tmp, grades, errors)
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+        self.assertEqual(rows[0], ["submission", "path", "lab01", "lab01_status", "lab02",
+                                   "lab02_status", "score", "max_score", "status"])
+        self.assertEqual(rows[1], ["sec1-alice", "/s/sec1/alice.zip", "2", "graded", "0",
+                                   "compile_error", "2", "5", "graded"])
+        self.assertEqual(rows[2], ["bob", "/s/bob", "2", "hidden_compile_error", "0",
+                                   "not_submitted", "2", "6", "graded"])
+        self.assertEqual(rows[3], ["carol", "/s/carol", "", "not_graded", "0", "graded", "0",
+                                   "0", "graded"])
+        self.assertEqual(rows[4], ["dave", "/s/dave.zip", "", "not_graded", "", "not_graded",
+                                   "", "", "error: /s/dave.zip is not a readable zip file"])
+        text = reports.summary_table(grades, errors)
+        self.assertIn("dave", text)
+        self.assertIn("sec1-alice", text)
 
 
 class Submit(TempDir):
@@ -383,6 +549,60 @@ class Submit(TempDir):
         self.assertIn("unknown lab 'lab99'", p.stderr)
 
 
+class Setup(TempDir):
+    """tools/setup's modes, with a fake dpkg-query and cmake first on PATH: nothing installs."""
+
+    def setUp(self):
+        super().setUp()
+        bin_dir = os.path.join(self.tmp, "bin")
+        for name, body in (
+                ("dpkg-query", 'for p in $FAKE_MISSING; do [ "$p" = "${!#}" ] && exit 1; done\n'
+                               'printf "install ok installed"\n'),
+                ("cmake", 'echo "cmake version $FAKE_CMAKE_VERSION"\n')):
+            path = self.write(f"bin/{name}", "#!/usr/bin/env bash\n" + body)
+            os.chmod(path, 0o755)
+        self.env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"],
+                        FAKE_MISSING="", FAKE_CMAKE_VERSION="3.25.1")
+
+    def setup(self, *args, **env):
+        return subprocess.run(["bash", os.path.join(REPO, "tools", "setup"), *args],
+                              capture_output=True, text=True, env=dict(self.env, **env))
+
+    def test_list_says_what_each_mode_would_install_and_installs_nothing(self):
+        book = ("chromium", "fonts-dejavu-core", "libjs-katex", "python3-venv")
+        full = self.setup("--list")
+        grading = self.setup("--grading", "--list")
+        for p in (full, grading):
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("build-essential cmake libeigen3-dev", p.stdout)
+            self.assertIn("would install: nothing (all installed)", p.stdout)
+            self.assertIn("CMake >= 3.25: ok", p.stdout)
+        for name in book:
+            self.assertIn(name, full.stdout)
+            self.assertNotIn(name, grading.stdout)
+        self.assertIn(".venv/", full.stdout)
+        self.assertIn("Python packages: none", grading.stdout)
+        p = self.setup("--grading", "--list", FAKE_MISSING="doctest-dev chromium")
+        self.assertIn("would install: doctest-dev\n", p.stdout)
+
+    def test_a_cmake_older_than_3_25_is_refused(self):
+        for version, ok in (("3.22.1", False), ("3.25.0", True), ("3.31.6", True),
+                            ("4.0.2", True), ("3.9.0", False)):
+            with self.subTest(version=version):
+                p = self.setup("--grading", FAKE_CMAKE_VERSION=version)
+                self.assertEqual(p.returncode, 0 if ok else 1, p.stderr)
+                if not ok:
+                    self.assertIn(f"is CMake {version}, older than 3.25", p.stderr)
+                p = self.setup("--grading", "--list", FAKE_CMAKE_VERSION=version)
+                self.assertIn("ok" if ok else "older than 3.25", p.stdout)
+
+    def test_an_unknown_option_is_a_usage_error(self):
+        p = self.setup("--bogus")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown option '--bogus'", p.stderr)
+        self.assertIn("--grading", self.setup("--help").stdout)
+
+
 def grade(*args):
     return subprocess.run([sys.executable, os.path.join(REPO, "tools", "grade"), *args],
                           capture_output=True, text=True)
@@ -401,6 +621,21 @@ class GradeRefusals(TempDir):
                 self.assertEqual(p.returncode, 1, p.stderr)
                 self.assertIn(message, p.stderr)
         self.assertEqual(grade().returncode, 2)
+
+    def test_limits_out_of_range_are_usage_errors_that_name_the_flag(self):
+        for flag, value in (("--timeout", "0"), ("--timeout", "-1"), ("--timeout", "nan"),
+                            ("--timeout", "inf"), ("--build-timeout", "0"),
+                            ("--build-timeout", "x"), ("--jobs", "0"), ("-j", "-2"),
+                            ("--jobs", "1.5"), ("--mem-mb", "-1"), ("--mem-mb", "big")):
+            with self.subTest(flag=flag, value=value):
+                p = grade(self.tmp, f"{flag}={value}")
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(f"argument {'-j/--jobs' if flag in ('-j', '--jobs') else flag}: ",
+                              p.stderr)
+                self.assertIn(value, p.stderr)
+        ok = cli.parser().parse_args(["s", "--timeout", "0.5", "--build-timeout", "60",
+                                      "--jobs", "1", "--mem-mb", "0"])
+        self.assertEqual((ok.timeout, ok.build_timeout, ok.jobs, ok.mem_mb), (0.5, 60, 1, 0))
 
     @unittest.skipUnless(os.environ.get("SPECLAB_GRADE_WORK"), "needs SPECLAB_GRADE_WORK")
     def test_an_unknown_lab_and_a_hidden_case_without_points_stop_grading(self):

@@ -1,7 +1,7 @@
 """tools/grade: grades submissions with the repository's own tests (book/instructors.md).
 
   tools/grade SUBMISSION... [--lab labNN]... [--hidden DIR] [--out DIR]
-  tools/grade --check-points [--build-dir build]
+  tools/grade --check-points [--build-dir build] [--hidden DIR]
 
 SUBMISSION is a folder or a .zip made by tools/submit; only the labs' editable files are taken
 from it. Grading happens in an isolated copy of the repository (--work, default build/grading)
@@ -17,14 +17,18 @@ labs, on which labs are graded, or on their order.
 
 Outputs (--out DIR): grade.json, results.json (Gradescope) and junit.xml. With one SUBMISSION
 they go into DIR (default grades/NAME); with several, into DIR/NAME/ (default DIR: grades), plus
-DIR/summary.csv.
+DIR/summary.csv (a row per submission: NAME, path, each lab's score and status, the total).
+NAME is the folder or zip name; submissions that share one are qualified by their parent folders
+(sec1/alice.zip, sec2/alice.zip: sec1-alice, sec2-alice).
 
 Exit status: 0 when every submission was graded, whatever the scores; 1 when grading could not
 run (the reason is printed: a points file that misses a case, a reference solution that fails,
-an unreadable submission, ...); 2 for a usage error.
+an unreadable submission, ...); 2 for a usage error (an unknown flag, no SUBMISSION, a --timeout,
+--build-timeout or --jobs that is not > 0, a --mem-mb below 0).
 """
 import argparse
 import csv
+import math
 import os
 import sys
 import time
@@ -50,6 +54,38 @@ class LabSetup:
         self.timeout, self.mem_mb = timeout, mem_mb
 
 
+def hidden_cases_and_points(ws, lab, public_names):
+    """([(case, suite)], Points) of the lab's hidden tests, read from its built hidden reference
+    executable, or ([], None) when the lab has none. Raises GradingError on a hidden folder
+    without sources, a case without points, or a case named like a public one."""
+    if not ws.hidden:
+        return [], None
+    folder = os.path.join(ws.hidden, lab.name)
+    if not ws.hidden_sources(lab):
+        if os.path.isdir(folder):
+            raise GradingError(f"{folder} holds no .cpp test sources")
+        return [], None
+    cases = ws.cases(lab, hidden=True)
+    points = load_points(lab.points_path(ws.hidden), [n for n, _ in cases], f"{lab.name} hidden")
+    clash = sorted(set(points.values) & set(public_names))
+    if clash:
+        raise GradingError(f"hidden {lab.name} cases share names with public ones: "
+                           f"{', '.join(clash)}. Rename them.")
+    return cases, points
+
+
+def check_hidden_folders(hidden, declared):
+    """Raises GradingError when the --hidden folder has a labNN/ folder for a lab this repository
+    does not declare (its tests would never run)."""
+    unknown = sorted(d for d in os.listdir(hidden)
+                     if LAB_NAME.match(d) and os.path.isdir(os.path.join(hidden, d)) and
+                     d not in declared)
+    if unknown:
+        raise GradingError(f"--hidden {hidden} has tests for {', '.join(unknown)}, which this "
+                           f"repository does not have (it has {', '.join(declared)}); rename or "
+                           "remove them")
+
+
 def prepare_lab(ws, lab, args):
     """Builds the lab's reference, reads and checks its points, and (unless
     --no-reference-check) checks that the reference passes every case. Raises GradingError."""
@@ -57,19 +93,7 @@ def prepare_lab(ws, lab, args):
     cases = ws.cases(lab)
     points = load_points(lab.points_path(os.path.join(REPO, "tests")), [n for n, _ in cases],
                          lab.name)
-    hidden_cases, hidden_points = [], None
-    if ws.hidden:
-        folder = os.path.join(ws.hidden, lab.name)
-        if ws.hidden_sources(lab):
-            hidden_cases = ws.cases(lab, hidden=True)
-            hidden_points = load_points(lab.points_path(ws.hidden),
-                                        [n for n, _ in hidden_cases], f"{lab.name} hidden")
-            clash = sorted(set(hidden_points.values) & set(points.values))
-            if clash:
-                raise GradingError(f"hidden {lab.name} cases share names with public ones: "
-                                   f"{', '.join(clash)}. Rename them.")
-        elif os.path.isdir(folder):
-            raise GradingError(f"{folder} holds no .cpp test sources")
+    hidden_cases, hidden_points = hidden_cases_and_points(ws, lab, points.values)
     timeout = args.timeout or lab.timeout
     mem_mb = args.mem_mb if args.mem_mb is not None else lab.mem_mb
     setup = LabSetup(lab, cases, points.values, hidden_cases,
@@ -111,6 +135,10 @@ def choose_labs(sub, requested, declared):
     return names
 
 
+HIDDEN_BUILD_FAILED = ("not run: the lab's file compiled with the public tests but did not build "
+                       "with the hidden tests")
+
+
 def grade_submission(ws, sub, lab_names, setups, args):
     start = time.monotonic()
     notes = list(sub.notes)
@@ -137,22 +165,36 @@ def grade_submission(ws, sub, lab_names, setups, args):
         lg = reports.LabGrade(lab, "ok", file=rel, sha256=submission.sha256(data))
         ws.place(rel, data)
         log(f"grade: {sub.name}: building {lab.name}")
-        ok, out = ws.build_targets(ws.targets(lab, "starter"), args.build_timeout)
+        # The public tests first, alone: the compiler output students see (results.json's
+        # visible build entry) must come from a build that never touched the hidden tests.
+        public_target, *hidden_targets = ws.targets(lab, "starter")
+        ok, out = ws.build_targets([public_target], args.build_timeout)
         lg.build_output = ws.clean_build_output(out)
         if not ok:
             lg.build_status = "compile_error"
             why = runner.STATUSES["compile_error"]
             lg.tests = (runner.not_run(s.cases, status="compile_error", why=why, **public) +
                         runner.not_run(s.hidden_cases, status="compile_error", why=why, **hidden))
-        else:
-            log(f"grade: {sub.name}: running {lab.name}'s "
-                f"{len(s.cases) + len(s.hidden_cases)} cases")
-            common = dict(timeout=s.timeout, mem_mb=s.mem_mb, jobs=args.jobs,
-                          clean=ws.relative_paths)
-            lg.tests = runner.run_cases(ws.exe(lab, "starter"), s.cases, **public, **common)
-            if s.hidden_cases:
-                lg.tests += runner.run_cases(ws.exe(lab, "starter", hidden=True), s.hidden_cases,
-                                             **hidden, **common)
+            lab_grades.append(lg)
+            continue
+        hidden_ok = True
+        if hidden_targets and s.hidden_cases:
+            # The hidden tests compiled with the reference, so only linking the student's file
+            # can fail here (a function only the hidden tests call, say).
+            hidden_ok, out = ws.build_targets(hidden_targets, args.build_timeout)
+            if not hidden_ok:
+                lg.hidden_build_output = ws.clean_build_output(out)
+        log(f"grade: {sub.name}: running {lab.name}'s "
+            f"{len(s.cases) + len(s.hidden_cases)} cases")
+        common = dict(timeout=s.timeout, mem_mb=s.mem_mb, jobs=args.jobs,
+                      clean=ws.relative_paths)
+        lg.tests = runner.run_cases(ws.exe(lab, "starter"), s.cases, **public, **common)
+        if s.hidden_cases and hidden_ok:
+            lg.tests += runner.run_cases(ws.exe(lab, "starter", hidden=True), s.hidden_cases,
+                                         **hidden, **common)
+        elif s.hidden_cases:
+            lg.tests += runner.not_run(s.hidden_cases, status="compile_error",
+                                       why=HIDDEN_BUILD_FAILED, **hidden)
         lab_grades.append(lg)
     settings = {name: {"timeout_s": setups[name].timeout, "mem_mb": setups[name].mem_mb}
                 for name in lab_names}
@@ -162,28 +204,66 @@ def grade_submission(ws, sub, lab_names, setups, args):
 
 
 def unique_names(paths):
-    seen, names = {}, []
+    """A name per submission for its report folder and summary row: the folder or zip name
+    (without .zip). Submissions that share a name are qualified by their parent folders, as many
+    as it takes, joined by '-' (sec1/alice.zip, sec2/alice.zip: sec1-alice, sec2-alice). Only the
+    same path given twice is told apart by a number (alice, alice-2)."""
+    parts = []
     for p in paths:
-        base = os.path.basename(os.path.normpath(p))
-        base = base[:-4] if base.lower().endswith(".zip") else base
-        seen[base] = seen.get(base, 0) + 1
-        names.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
-    return names
+        comps = [c for c in os.path.abspath(p).split(os.sep) if c]
+        if comps and comps[-1].lower().endswith(".zip"):
+            comps[-1] = comps[-1][:-4]
+        parts.append(comps or ["submission"])
+    levels = [1] * len(paths)
+
+    def name(i):
+        return "-".join(parts[i][-levels[i]:])
+
+    while True:
+        names = [name(i) for i in range(len(paths))]
+        clashes = [i for i, n in enumerate(names) if names.count(n) > 1]
+        grown = False
+        for i in clashes:
+            if levels[i] < len(parts[i]):
+                levels[i] += 1
+                grown = True
+        if not grown:
+            break
+    seen, unique = {}, []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        unique.append(n if seen[n] == 1 else f"{n}-{seen[n]}")
+    return unique
+
+
+def lab_status(lg):
+    """A lab's column in summary.csv: graded, compile_error, not_submitted, or
+    hidden_compile_error (the file built with the public tests only)."""
+    if lg.build_status != "ok":
+        return lg.build_status
+    return "graded" if lg.hidden_build_output is None else "hidden_compile_error"
 
 
 def write_summary(out_root, grades, errors):
+    """summary.csv: a row per submission with its path, each lab's score and status, and the
+    total. errors: {name: (path, why)} for the submissions that could not be graded."""
     labs = sorted({lg.lab.name for g in grades for lg in g.labs})
     path = os.path.join(out_root, "summary.csv")
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(["submission"] + labs + ["score", "max_score", "status"])
+        w.writerow(["submission", "path"] + [c for lab in labs for c in (lab, f"{lab}_status")] +
+                   ["score", "max_score", "status"])
         for g in grades:
             by_lab = {lg.lab.name: lg for lg in g.labs}
-            w.writerow([g.name] + [reports.num(by_lab[lab].score) if lab in by_lab else ""
-                                   for lab in labs] +
+            cells = []
+            for lab in labs:
+                lg = by_lab.get(lab)
+                cells += [reports.num(lg.score), lab_status(lg)] if lg else ["", "not_graded"]
+            w.writerow([g.name, g.path] + cells +
                        [reports.num(g.score), reports.num(g.max_score), "graded"])
-        for name, why in errors.items():
-            w.writerow([name] + [""] * len(labs) + ["", "", "error: " + why.splitlines()[0]])
+        for name, (sub_path, why) in errors.items():
+            w.writerow([name, sub_path] + ["", "not_graded"] * len(labs) +
+                       ["", "", "error: " + why.splitlines()[0]])
     return path
 
 
@@ -211,6 +291,8 @@ def grade(args):
         if unknown:
             raise GradingError(f"unknown lab(s) {', '.join(unknown)}; this repository has "
                                f"{', '.join(declared)}")
+        if ws.hidden:
+            check_hidden_folders(ws.hidden, declared)
         editable = {rel for lab in declared.values() for rel in lab.editable}
         log(f"grade: workspace ready ({time.monotonic() - t:.1f} s)")
         for path, name in zip(args.submissions, names):
@@ -225,7 +307,7 @@ def grade(args):
             except SubmissionError as e:
                 if not several:
                     raise
-                errors[name] = str(e)
+                errors[name] = (os.path.abspath(path), str(e))
                 log(f"grade: {name}: NOT GRADED: {e}")
                 continue
             out_dir = os.path.join(out_root, name) if (several or not args.out) else out_root
@@ -242,21 +324,66 @@ def grade(args):
 
 
 def check_points_cmd(args):
+    """Checks that every case of every lab built in --build-dir has points. With --hidden, also
+    the hidden tests: their cases are listed from the grading build (--work), which builds each
+    lab's hidden tests with its reference solution."""
     labs = declared_labs(args.build_dir)
     if not labs:
         raise GradingError(f"{args.build_dir}/labtests holds no labNN.lab files: configure and "
                            f"build first (cmake --preset default && cmake --build build)")
-    problems = []
+    if args.hidden and not os.path.isdir(args.hidden):
+        raise GradingError(f"--hidden {args.hidden} is not a folder")
+    problems, public = [], {}
     for name, lab in labs.items():
         try:
             cases = read_cases(os.path.join(args.build_dir, "labtests", f"{name}.cases"))
-            points = load_points(lab.points_path(os.path.join(REPO, "tests")), cases, name)
-            print(f"{name}: {len(cases)} cases, {reports.num(points.total)} points")
+            public[name] = load_points(lab.points_path(os.path.join(REPO, "tests")), cases, name)
         except GradingError as e:
             problems.append(str(e))
+    hidden = {}
+    if args.hidden:
+        check_hidden_folders(args.hidden, labs)
+        with Workspace(REPO, args.work, args.hidden, args.jobs, log) as ws:
+            ws.sync()
+            ws.configure()
+            grading_labs = ws.labs()
+            for name in labs:
+                lab = grading_labs.get(name)
+                if lab is None:
+                    continue
+                try:
+                    if not ws.hidden_sources(lab):
+                        hidden_cases_and_points(ws, lab, [])  # a folder without sources
+                    elif name in public:  # else its public points are already a problem
+                        ws.build_reference(lab)
+                        hidden[name] = hidden_cases_and_points(ws, lab, public[name].values)
+                except GradingError as e:
+                    problems.append(str(e))
+    for name, points in public.items():
+        line = f"{name}: {len(points.values)} cases, {reports.num(points.total)} points"
+        if name in hidden:
+            cases, hp = hidden[name]
+            line += (f"; hidden: {len(cases)} cases, {reports.num(hp.total)} points; "
+                     f"total {reports.num(points.total + hp.total)} points")
+        print(line)
     if problems:
         raise GradingError("\n".join(problems))
     return 0
+
+
+def _number(kind, low, strict):
+    """An argparse type: a finite number of `kind` that is > low (strict) or >= low."""
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {'an integer' if kind is int else 'a number'}, got '{text}'") from None
+        if not math.isfinite(value) or (value <= low if strict else value < low):
+            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {low}, "
+                                             f"got {text}")
+        return value
+    return parse
 
 
 def parser():
@@ -272,19 +399,22 @@ def parser():
     p.add_argument("--work", metavar="DIR", default=os.path.join(REPO, "build", "grading"),
                    help="the grader's copy of the repository and its build "
                         "(default: build/grading)")
-    p.add_argument("--timeout", type=float, metavar="S",
+    p.add_argument("--timeout", type=_number(float, 0, True), metavar="S",
                    help="seconds one test case may run (default: the lab's own, as in ctest)")
-    p.add_argument("--mem-mb", type=int, metavar="M",
-                   help="address-space limit of one test case in MiB (default: the lab's own)")
-    p.add_argument("--build-timeout", type=float, default=300, metavar="S",
+    p.add_argument("--mem-mb", type=_number(int, 0, False), metavar="M",
+                   help="address-space limit of one test case in MiB, 0 for none (default: "
+                        "the lab's own)")
+    p.add_argument("--build-timeout", type=_number(float, 0, True), default=300, metavar="S",
                    help="seconds a submission's lab may take to compile (default 300)")
-    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2,
+    p.add_argument("-j", "--jobs", type=_number(int, 0, True), default=os.cpu_count() or 2,
                    help="parallel compile jobs and test cases (default: all cores)")
     p.add_argument("--brief", action="store_true", help="one line per lab, no per-test table")
     p.add_argument("--no-reference-check", action="store_true",
                    help="skip checking that the reference solution passes every case")
     p.add_argument("--check-points", action="store_true",
-                   help="only check that every case of every built lab has points, then exit")
+                   help="only check that every case of every built lab has points and print "
+                        "each lab's total, then exit; with --hidden, the hidden cases too "
+                        "(built in --work) and the public + hidden totals")
     p.add_argument("--build-dir", default=os.path.join(REPO, "build"),
                    help="the build --check-points reads (default: build)")
     return p

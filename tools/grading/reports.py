@@ -3,9 +3,11 @@
 grade.json is the complete record (format 'speclab-grade/1'). results.json follows Gradescope's
 autograder specification (https://gradescope-autograders.readthedocs.io/en/latest/specs/):
 a top-level score and one entry per test with name, score, max_score, status ('passed' or
-'failed'), output and visibility; hidden tests are 'after_due_date'. junit.xml is for CI
-dashboards: a check that failed is a <failure>, anything else that kept a test from passing
-(exception, crash, timeout, memory, compile error) is an <error>.
+'failed'), output and visibility; hidden tests are 'after_due_date'. The top-level output counts
+and scores the visible tests only, so it reveals nothing about hidden ones before the due date.
+junit.xml is for CI dashboards: a check that failed is a <failure>, a skipped case is <skipped/>
+(it scores 0), and anything else that kept a test from passing (exception, crash, timeout,
+memory, compile error) is an <error>.
 """
 import json
 import os
@@ -27,6 +29,7 @@ class LabGrade:
     file: str = None            # the graded file, repository-relative
     sha256: str = None
     tests: list = field(default_factory=list)  # [runner.TestResult]
+    hidden_build_output: str = None  # the output of a failed build of the hidden tests alone
 
     @property
     def score(self):
@@ -88,6 +91,13 @@ def table(grade, verbose=True):
         if lg.build_status == "not_submitted":
             lines.append(f"    NOT SUBMITTED: the submission has no {lg.lab.editable[0]}")
             continue
+        if lg.hidden_build_output is not None:
+            lines.append("    HIDDEN TESTS DID NOT BUILD with this file: every hidden case scores "
+                         "0. Build output:")
+            out = lg.hidden_build_output.splitlines()
+            lines += ["      " + line for line in out[:30]]
+            if len(out) > 30:
+                lines.append(f"      [... {len(out) - 30} more lines in grade.json ...]")
         if not verbose:
             continue
         lines.append(f"    {'status':<14}{'points':>9}  test")
@@ -118,7 +128,7 @@ def summary_table(grades, errors):
             cells.append(f"{num(lg.score) if lg else '-':>8}")
         lines.append(f"{g.name:<{width}}  " + "  ".join(cells) +
                      f"  {num(g.score):>5} / {num(g.max_score):<4}")
-    for name, why in errors.items():
+    for name, (_, why) in errors.items():
         lines.append(f"{name:<{width}}  NOT GRADED: {why.splitlines()[0]}")
     return "\n".join(lines)
 
@@ -136,7 +146,9 @@ def grade_json(grade):
             "score": num(lg.score),
             "max_score": num(lg.max_score),
             "build": {"status": lg.build_status,
-                      "output": trim(lg.build_output, BUILD_OUTPUT_KEEP)},
+                      "output": trim(lg.build_output, BUILD_OUTPUT_KEEP)} | (
+                {"hidden_output": trim(lg.hidden_build_output, BUILD_OUTPUT_KEEP)}
+                if lg.hidden_build_output is not None else {}),
             "file": lg.file,
             "sha256": lg.sha256,
             "tests": [{
@@ -186,8 +198,17 @@ def gradescope_json(grade):
                 "visibility": "after_due_date" if t.hidden else "visible",
                 "tags": [lg.lab.name, t.status],
             })
-    summary = [f"{lg.lab.name} ({lg.lab.title}): {num(lg.score)} / {num(lg.max_score)}"
-               for lg in grade.labs]
+    # Students read this before the due date: it counts and scores the visible cases only, so
+    # it says nothing about hidden ones (not even that there are any).
+    summary = []
+    for lg in grade.labs:
+        pub = [t for t in lg.tests if not t.hidden]
+        state = {"compile_error": "did not compile; ",
+                 "not_submitted": "not submitted; "}.get(lg.build_status, "")
+        summary.append(f"{lg.lab.name} ({lg.lab.title}): {state}"
+                       f"{num(sum(t.score for t in pub))} / {num(sum(t.max_score for t in pub))} "
+                       f"points from its {len(pub)} visible test cases "
+                       f"({sum(t.status == 'passed' for t in pub)} passed)")
     output = "\n".join(summary + [f"Note: {n}" for n in grade.notes])
     return {"score": num(grade.score), "execution_time": int(round(grade.seconds)),
             "output": output, "tests": tests}
@@ -245,7 +266,7 @@ def _x(text):
 
 def junit_xml(grade):
     root = ET.Element("testsuites", name=_x(f"SpecLab grade: {grade.name}"))
-    totals = {"tests": 0, "failures": 0, "errors": 0}
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for lg in grade.labs:
         groups = {}
         for t in lg.tests:
@@ -255,7 +276,7 @@ def junit_xml(grade):
             groups = {f"{lg.lab.name}: build": []} | groups
         for suite_name, tests in groups.items():
             suite = ET.SubElement(root, "testsuite", name=_x(suite_name))
-            counts = {"tests": 0, "failures": 0, "errors": 0}
+            counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
             if not tests:  # the build entry
                 case = ET.SubElement(suite, "testcase", classname=lg.lab.name, name="build")
                 err = ET.SubElement(case, "error", type=lg.build_status,
@@ -271,7 +292,11 @@ def junit_xml(grade):
                              ("status", t.status), ("hidden", str(t.hidden).lower())):
                     ET.SubElement(props, "property", name=k, value=str(v))
                 counts["tests"] += 1
-                if t.status != "passed":
+                if t.status == "skipped":  # scores 0, but neither a failure nor an error
+                    counts["skipped"] += 1
+                    el = ET.SubElement(case, "skipped", message=_x(t.summary))
+                    el.text = _x(t.output)
+                elif t.status != "passed":
                     kind = "failure" if t.status == "failed" else "error"
                     counts["failures" if kind == "failure" else "errors"] += 1
                     el = ET.SubElement(case, kind, type=t.status, message=_x(t.summary))

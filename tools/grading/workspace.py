@@ -198,11 +198,28 @@ class Workspace:
         return os.path.join(self.build, "labtests", name)
 
     def build_reference(self, lab):
+        """Builds the lab's public and hidden test executables with the reference solution.
+        Raises GradingError naming which of the two does not build: the reference with the
+        public tests, or the hidden tests (an instructor's file) with the reference."""
         t = time.monotonic()
-        ok, out = self.build_targets(self.targets(lab, "solution"), 1800)
+        public, *hidden = self.targets(lab, "solution")
+        ok, out = self.build_targets([public], 1800)
         if not ok:
             raise GradingError(f"the reference solution of {lab.name} does not build in the "
                                f"grading build:\n{self.clean_build_output(out)[-8000:]}")
+        if hidden:
+            ok, out = self.build_targets(hidden, 1800)
+            if not ok:
+                folder = os.path.join(self.hidden, lab.name)
+                out = self.clean_build_output(out, show_hidden=True)
+                named = [f for f in self.hidden_sources(lab) if f in out]
+                raise GradingError(
+                    f"the hidden tests of {lab.name} do not build (target {hidden[0]}, from "
+                    f"{folder}/: {', '.join(self.hidden_sources(lab))}); "
+                    + (f"the errors are in {', '.join(named)}. " if named else "")
+                    + "A hidden test can include what the lab's public tests include (the lab's "
+                    f"header, tests/{lab.name}/, tests/support/, the engine) and sees their "
+                    f"compile definitions. Compiler output:\n{out[-8000:]}")
         self.log(f"grade: {lab.name} reference built ({time.monotonic() - t:.1f} s)")
 
     def cases(self, lab, hidden=False):
@@ -216,20 +233,21 @@ class Workspace:
             raise GradingError(f"{lab.name}.cases and the test executable disagree: rebuild")
         return [(n, suites[n]) for n in names]
 
-    def clean_build_output(self, text):
+    def clean_build_output(self, text, show_hidden=False):
         """Build output as a student should see it: compiler messages with paths relative to
-        the repository, without make's progress lines."""
+        the repository, without make's progress lines. show_hidden keeps the hidden tests'
+        folder as it is (for the instructor) instead of <hidden>/."""
         keep = []
         for line in text.splitlines():
             if re.match(r"^\[\s*\d+%\]|^g?make(\[\d+\])?: |^Consolidate compiler|^-- ", line):
                 continue
             keep.append(line)
         out = "\n".join(keep)
-        return self.relative_paths(out).strip()
+        return self.relative_paths(out, show_hidden).strip()
 
-    def relative_paths(self, text):
+    def relative_paths(self, text, show_hidden=False):
         text = text.replace(self.src + "/", "").replace(self.build + "/", "build/")
-        if self.hidden:
+        if self.hidden and not show_hidden:
             text = text.replace(self.hidden + "/", "<hidden>/")
         return text
 
