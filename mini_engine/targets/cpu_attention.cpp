@@ -233,6 +233,87 @@ void attend_tile(const std::uint16_t* keys, const std::uint16_t* v, int hd, floa
 }
 
 }  // namespace
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+namespace {
+
+// The same arithmetic with 8-lane vectors (16 registers): up to 3 queries at a time, so that
+// 3 x 4 score accumulators, or 3 x M output accumulators and a value vector, fit.
+constexpr int kQueryTile = 3;
+
+// Scores of queries[0..QB) against keys [0, longest), 8 at a time (half a key block, every lane
+// a key), into their rows of p. Lanes past a query's len are stored too and ignored.
+// Requires hd % 4 == 0 (the four chains).
+template <int QB>
+void scores_tile(const std::uint16_t* keys, int hd, const AttentionQuery* queries, float* p,
+                 size_t stride) {
+  const int longest = longest_len(queries, QB);
+  for (int j0 = 0; j0 < longest; j0 += 8) {
+    const std::uint16_t* kb = keys + key_index(j0, 0, hd);
+    __m256 a[QB][4];
+    for (int q = 0; q < QB; ++q) {
+      for (int u = 0; u < 4; ++u) a[q][u] = _mm256_setzero_ps();
+    }
+    for (int i = 0; i < hd; i += 4) {
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) {
+        const __m256 k = _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(kb + (i + u) * kKeyBlock)));
+        for (int q = 0; q < QB; ++q) {
+          a[q][u] = _mm256_fmadd_ps(_mm256_set1_ps(queries[q].q16[i + u]), k, a[q][u]);
+        }
+      }
+    }
+    for (int q = 0; q < QB; ++q) {
+      if (j0 >= queries[q].len) continue;
+      _mm256_storeu_ps(p + q * stride + j0, _mm256_add_ps(_mm256_add_ps(a[q][0], a[q][1]),
+                                                          _mm256_add_ps(a[q][2], a[q][3])));
+    }
+  }
+}
+
+// out = V^T p for queries[0..QB), 8 * M dimensions at a time: each value vector is widened once
+// and used by every query whose len reaches it (the others' sums are left untouched, not added
+// a zero, which could turn a -0 into +0). Requires hd % (8 * M) == 0.
+template <int QB, int M>
+void weighted_sum_tile(const std::uint16_t* v, int hd, const AttentionQuery* queries,
+                       const float* p, size_t stride) {
+  const int longest = longest_len(queries, QB);
+  for (int i0 = 0; i0 < hd; i0 += 8 * M) {
+    __m256 acc[QB][M];
+    for (int q = 0; q < QB; ++q) {
+      for (int m = 0; m < M; ++m) acc[q][m] = _mm256_setzero_ps();
+    }
+    for (int j = 0; j < longest; ++j) {
+      const std::uint16_t* vj = v + static_cast<size_t>(j) * hd + i0;
+      for (int m = 0; m < M; ++m) {
+        const __m256 row =
+            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vj + 8 * m)));
+        for (int q = 0; q < QB; ++q) {
+          if (j < queries[q].len) {
+            acc[q][m] = _mm256_fmadd_ps(_mm256_broadcast_ss(p + q * stride + j), row, acc[q][m]);
+          }
+        }
+      }
+    }
+    for (int q = 0; q < QB; ++q) {
+      for (int m = 0; m < M; ++m) _mm256_storeu_ps(queries[q].out + i0 + 8 * m, acc[q][m]);
+    }
+  }
+}
+
+template <int QB>
+void attend_tile(const std::uint16_t* keys, const std::uint16_t* v, int hd, float scale,
+                 const AttentionQuery* queries, float* p, size_t stride) {
+  scores_tile<QB>(keys, hd, queries, p, stride);
+  for (int q = 0; q < QB; ++q) softmax_fp16(p + q * stride, queries[q].len, scale);
+  if (hd % 32 == 0) {
+    weighted_sum_tile<QB, 4>(v, hd, queries, p, stride);
+  } else {
+    weighted_sum_tile<QB, 2>(v, hd, queries, p, stride);
+  }
+}
+
+}  // namespace
 #endif
 
 void attend_fp16(const std::uint16_t* keys, const std::uint16_t* v, int hd, float scale,
@@ -250,6 +331,20 @@ void attend_fp16(const std::uint16_t* keys, const std::uint16_t* v, int hd, floa
         case 4: attend_tile<4>(keys, v, hd, scale, qs, pt, stride); break;
         case 5: attend_tile<5>(keys, v, hd, scale, qs, pt, stride); break;
         default: attend_tile<6>(keys, v, hd, scale, qs, pt, stride); break;
+      }
+    }
+    return;
+  }
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+  if (hd % 16 == 0) {
+    const size_t stride = static_cast<size_t>(key_slots(longest_len(queries, nq)));
+    for (int q0 = 0; q0 < nq; q0 += kQueryTile) {
+      const AttentionQuery* qs = queries + q0;
+      float* pt = p + static_cast<size_t>(q0) * stride;
+      switch (std::min(kQueryTile, nq - q0)) {
+        case 1: attend_tile<1>(keys, v, hd, scale, qs, pt, stride); break;
+        case 2: attend_tile<2>(keys, v, hd, scale, qs, pt, stride); break;
+        default: attend_tile<3>(keys, v, hd, scale, qs, pt, stride); break;
       }
     }
     return;

@@ -71,8 +71,9 @@ void attend_fp16(const std::uint16_t* keys, const std::uint16_t* v, int hd, floa
                  const AttentionQuery* queries, int nq, float* p);
 
 // The same arithmetic one scalar operation at a time, in the same order: attend_fp16's vector
-// path must match it bit for bit (a test checks that). It is also the path on CPUs without
-// AVX-512 and for head sizes that are not a multiple of 64.
+// paths must match it bit for bit (a test checks that). The vector paths: AVX-512 for head
+// sizes that are a multiple of 64, else AVX2 with FMA and F16C for multiples of 16; this one
+// is the path everywhere else.
 void attend_fp16_scalar(const std::uint16_t* keys, const std::uint16_t* v, int hd, float scale,
                         const AttentionQuery* queries, int nq, float* p);
 
