@@ -332,18 +332,21 @@ inline float dot_floats(const float* m, const float* s, int n) {
   return hsum(acc) + tail;
 }
 
+// The activation rows of one tile of NT tokens, block by block: codes of block b, token t at
+// q + (b * NT + t) * 32 (32-byte aligned), its scale at d + b * NT + t. One base pointer and
+// constant offsets: with a pointer per token the compiler runs out of registers and reloads
+// them on every block.
+struct ActTile {
+  const std::int8_t* q;
+  const float* d;
+};
+
 // Rows [r0, r1) x activation rows [t0, t0 + NT).
 template <GgmlType kType, int NT>
-void simd_tile(const QuantMatrix& w, const QuantizedActs& x, int t0, float* y, int ldy, int r0,
-               int r1, float* mrow) {
+void simd_tile(const QuantMatrix& w, const QuantizedActs& x, const ActTile& xt, int t0, float* y,
+               int ldy, int r0, int r1, float* mrow) {
   constexpr int kBytes = kType == GgmlType::Q8_0 ? 34 : kType == GgmlType::Q4_1 ? 20 : 18;
   const int nb = w.cols / 32;
-  const std::int8_t* xq[NT];
-  const float* xd[NT];
-  for (int t = 0; t < NT; ++t) {
-    xq[t] = x.q(t0 + t);
-    xd[t] = x.d(t0 + t);
-  }
   for (int r = r0; r < r1; ++r) {
     const std::uint8_t* row = w.row(r);
     __m256 acc[NT];
@@ -353,10 +356,12 @@ void simd_tile(const QuantMatrix& w, const QuantizedActs& x, int t0, float* y, i
       const __m256i u = unpack_simd<kType>(row + b * kBytes, dw, mw);
       mrow[b] = mw;
       const __m256 dwv = _mm256_set1_ps(dw);
+      const std::int8_t* qb = xt.q + static_cast<size_t>(b) * NT * 32;
+      const float* db = xt.d + static_cast<size_t>(b) * NT;
       for (int t = 0; t < NT; ++t) {
-        const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(xq[t] + b * 32));
+        const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(qb + t * 32));
         const __m256 p = _mm256_cvtepi32_ps(dot_u8s8(u, xv));
-        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(p, _mm256_broadcast_ss(xd[t] + b)), dwv, acc[t]);
+        acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(p, _mm256_broadcast_ss(db + t)), dwv, acc[t]);
       }
     }
     for (int t = 0; t < NT; ++t) {
@@ -368,7 +373,7 @@ void simd_tile(const QuantMatrix& w, const QuantizedActs& x, int t0, float* y, i
 #if !defined(SPECLAB_SIMD_VNNI)
 // Q8_0 without VNNI: signed x signed through maddubs(|w|, sign(x, w)), as ggml does.
 template <int NT>
-void simd_tile_q8_sign(const QuantMatrix& w, const QuantizedActs& x, int t0, float* y, int ldy,
+void simd_tile_q8_sign(const QuantMatrix& w, const ActTile& xt, int t0, float* y, int ldy,
                        int r0, int r1) {
   const int nb = w.cols / 32;
   for (int r = r0; r < r1; ++r) {
@@ -379,14 +384,14 @@ void simd_tile_q8_sign(const QuantMatrix& w, const QuantizedActs& x, int t0, flo
       const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[b].qs));
       const __m256i aw = _mm256_sign_epi8(wv, wv);
       const __m256 dwv = _mm256_set1_ps(fp16(blocks[b].d));
+      const std::int8_t* qb = xt.q + static_cast<size_t>(b) * NT * 32;
+      const float* db = xt.d + static_cast<size_t>(b) * NT;
       for (int t = 0; t < NT; ++t) {
-        const __m256i xv =
-            _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q(t0 + t) + b * 32));
+        const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(qb + t * 32));
         const __m256i sx = _mm256_sign_epi8(xv, wv);
         const __m256i p32 = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), _mm256_set1_epi16(1));
-        acc[t] = _mm256_fmadd_ps(
-            _mm256_mul_ps(_mm256_cvtepi32_ps(p32), _mm256_broadcast_ss(x.d(t0 + t) + b)), dwv,
-            acc[t]);
+        const __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(p32), _mm256_broadcast_ss(db + t));
+        acc[t] = _mm256_fmadd_ps(p, dwv, acc[t]);
       }
     }
     for (int t = 0; t < NT; ++t) y[static_cast<size_t>(t0 + t) * ldy + r] = hsum(acc[t]);
@@ -395,31 +400,31 @@ void simd_tile_q8_sign(const QuantMatrix& w, const QuantizedActs& x, int t0, flo
 #endif
 
 template <GgmlType kType>
-void simd_rows_tile(const QuantMatrix& w, const QuantizedActs& x, int t0, int nt, float* y,
-                    int ldy, int r0, int r1, float* mrow) {
+void simd_rows_tile(const QuantMatrix& w, const QuantizedActs& x, const ActTile& xt, int t0,
+                    int nt, float* y, int ldy, int r0, int r1, float* mrow) {
 #if !defined(SPECLAB_SIMD_VNNI)
   if constexpr (kType == GgmlType::Q8_0) {
     switch (nt) {
-      case 1: return simd_tile_q8_sign<1>(w, x, t0, y, ldy, r0, r1);
-      case 2: return simd_tile_q8_sign<2>(w, x, t0, y, ldy, r0, r1);
-      case 3: return simd_tile_q8_sign<3>(w, x, t0, y, ldy, r0, r1);
-      case 4: return simd_tile_q8_sign<4>(w, x, t0, y, ldy, r0, r1);
-      case 5: return simd_tile_q8_sign<5>(w, x, t0, y, ldy, r0, r1);
-      case 6: return simd_tile_q8_sign<6>(w, x, t0, y, ldy, r0, r1);
-      case 7: return simd_tile_q8_sign<7>(w, x, t0, y, ldy, r0, r1);
-      default: return simd_tile_q8_sign<8>(w, x, t0, y, ldy, r0, r1);
+      case 1: return simd_tile_q8_sign<1>(w, xt, t0, y, ldy, r0, r1);
+      case 2: return simd_tile_q8_sign<2>(w, xt, t0, y, ldy, r0, r1);
+      case 3: return simd_tile_q8_sign<3>(w, xt, t0, y, ldy, r0, r1);
+      case 4: return simd_tile_q8_sign<4>(w, xt, t0, y, ldy, r0, r1);
+      case 5: return simd_tile_q8_sign<5>(w, xt, t0, y, ldy, r0, r1);
+      case 6: return simd_tile_q8_sign<6>(w, xt, t0, y, ldy, r0, r1);
+      case 7: return simd_tile_q8_sign<7>(w, xt, t0, y, ldy, r0, r1);
+      default: return simd_tile_q8_sign<8>(w, xt, t0, y, ldy, r0, r1);
     }
   }
 #endif
   switch (nt) {
-    case 1: return simd_tile<kType, 1>(w, x, t0, y, ldy, r0, r1, mrow);
-    case 2: return simd_tile<kType, 2>(w, x, t0, y, ldy, r0, r1, mrow);
-    case 3: return simd_tile<kType, 3>(w, x, t0, y, ldy, r0, r1, mrow);
-    case 4: return simd_tile<kType, 4>(w, x, t0, y, ldy, r0, r1, mrow);
-    case 5: return simd_tile<kType, 5>(w, x, t0, y, ldy, r0, r1, mrow);
-    case 6: return simd_tile<kType, 6>(w, x, t0, y, ldy, r0, r1, mrow);
-    case 7: return simd_tile<kType, 7>(w, x, t0, y, ldy, r0, r1, mrow);
-    default: return simd_tile<kType, 8>(w, x, t0, y, ldy, r0, r1, mrow);
+    case 1: return simd_tile<kType, 1>(w, x, xt, t0, y, ldy, r0, r1, mrow);
+    case 2: return simd_tile<kType, 2>(w, x, xt, t0, y, ldy, r0, r1, mrow);
+    case 3: return simd_tile<kType, 3>(w, x, xt, t0, y, ldy, r0, r1, mrow);
+    case 4: return simd_tile<kType, 4>(w, x, xt, t0, y, ldy, r0, r1, mrow);
+    case 5: return simd_tile<kType, 5>(w, x, xt, t0, y, ldy, r0, r1, mrow);
+    case 6: return simd_tile<kType, 6>(w, x, xt, t0, y, ldy, r0, r1, mrow);
+    case 7: return simd_tile<kType, 7>(w, x, xt, t0, y, ldy, r0, r1, mrow);
+    default: return simd_tile<kType, 8>(w, x, xt, t0, y, ldy, r0, r1, mrow);
   }
 }
 
@@ -431,13 +436,37 @@ void matmul_simd_typed(const QuantMatrix& w, const QuantizedActs& x, float* y, i
                        int r1) {
   constexpr int kRowChunk = 16;
   constexpr int kTokTile = 8;
+  const int nb = w.cols / 32;
   thread_local std::vector<float> mrow;
-  mrow.resize(static_cast<size_t>(w.cols / 32));
+  mrow.resize(static_cast<size_t>(nb));
+  // Every tile's activations laid out block by block (ActTile); one token needs no copy.
+  thread_local AlignedVector<std::int8_t> tq;
+  thread_local std::vector<float> td;
+  const size_t n = static_cast<size_t>(x.rows()) * static_cast<size_t>(nb);
+  if (x.rows() > 1) {
+    tq.resize(n * 32);
+    td.resize(n);
+    for (int t0 = 0; t0 < x.rows(); t0 += kTokTile) {
+      const int nt = std::min(kTokTile, x.rows() - t0);
+      std::int8_t* q = tq.data() + static_cast<size_t>(t0) * nb * 32;
+      float* d = td.data() + static_cast<size_t>(t0) * nb;
+      for (int b = 0; b < nb; ++b) {
+        for (int t = 0; t < nt; ++t) {
+          std::memcpy(q + (static_cast<size_t>(b) * nt + t) * 32, x.q(t0 + t) + b * 32, 32);
+          d[static_cast<size_t>(b) * nt + t] = x.d(t0 + t)[b];
+        }
+      }
+    }
+  }
   for (int rc = r0; rc < r1; rc += kRowChunk) {
     const int rc1 = std::min(r1, rc + kRowChunk);
     for (int t0 = 0; t0 < x.rows(); t0 += kTokTile) {
       const int nt = std::min(kTokTile, x.rows() - t0);
-      simd_rows_tile<kType>(w, x, t0, nt, y, ldy, rc, rc1, mrow.data());
+      const ActTile xt = x.rows() == 1
+                             ? ActTile{x.q(0), x.d(0)}
+                             : ActTile{tq.data() + static_cast<size_t>(t0) * nb * 32,
+                                       td.data() + static_cast<size_t>(t0) * nb};
+      simd_rows_tile<kType>(w, x, xt, t0, nt, y, ldy, rc, rc1, mrow.data());
     }
   }
 }
