@@ -341,7 +341,9 @@ struct ActTile {
   const float* d;
 };
 
-// Rows [r0, r1) x activation rows [t0, t0 + NT).
+// Rows [r0, r1) x activation rows [t0, t0 + NT). Every loop over the tile's tokens is fully
+// unrolled: then acc[] lives in registers only (otherwise GCC also stored all of it to the stack
+// on every block).
 template <GgmlType kType, int NT>
 void simd_tile(const QuantMatrix& w, const QuantizedActs& x, const ActTile& xt, int t0, float* y,
                int ldy, int r0, int r1, float* mrow) {
@@ -350,6 +352,7 @@ void simd_tile(const QuantMatrix& w, const QuantizedActs& x, const ActTile& xt, 
   for (int r = r0; r < r1; ++r) {
     const std::uint8_t* row = w.row(r);
     __m256 acc[NT];
+#pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; ++b) {
       float dw, mw;
@@ -358,12 +361,14 @@ void simd_tile(const QuantMatrix& w, const QuantizedActs& x, const ActTile& xt, 
       const __m256 dwv = _mm256_set1_ps(dw);
       const std::int8_t* qb = xt.q + static_cast<size_t>(b) * NT * 32;
       const float* db = xt.d + static_cast<size_t>(b) * NT;
+#pragma GCC unroll 8
       for (int t = 0; t < NT; ++t) {
         const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(qb + t * 32));
         const __m256 p = _mm256_cvtepi32_ps(dot_u8s8(u, xv));
         acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(p, _mm256_broadcast_ss(db + t)), dwv, acc[t]);
       }
     }
+#pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
       y[static_cast<size_t>(t0 + t) * ldy + r] = hsum(acc[t]) + dot_floats(mrow, x.s(t0 + t), nb);
     }
@@ -379,6 +384,7 @@ void simd_tile_q8_sign(const QuantMatrix& w, const ActTile& xt, int t0, float* y
   for (int r = r0; r < r1; ++r) {
     const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w.row(r));
     __m256 acc[NT];
+#pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
     for (int b = 0; b < nb; ++b) {
       const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[b].qs));
@@ -386,6 +392,7 @@ void simd_tile_q8_sign(const QuantMatrix& w, const ActTile& xt, int t0, float* y
       const __m256 dwv = _mm256_set1_ps(fp16(blocks[b].d));
       const std::int8_t* qb = xt.q + static_cast<size_t>(b) * NT * 32;
       const float* db = xt.d + static_cast<size_t>(b) * NT;
+#pragma GCC unroll 8
       for (int t = 0; t < NT; ++t) {
         const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(qb + t * 32));
         const __m256i sx = _mm256_sign_epi8(xv, wv);
@@ -394,6 +401,7 @@ void simd_tile_q8_sign(const QuantMatrix& w, const ActTile& xt, int t0, float* y
         acc[t] = _mm256_fmadd_ps(p, dwv, acc[t]);
       }
     }
+#pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) y[static_cast<size_t>(t0 + t) * ldy + r] = hsum(acc[t]);
   }
 }
