@@ -27,7 +27,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tools"))
 from check_planted import check_reports  # noqa: E402
-from grade_planted import folder, read  # noqa: E402
+from grade_planted import folder, head_starter, read  # noqa: E402
 from grading.labs import read_points  # noqa: E402
 
 LAB, LAB_DIR = "lab06", "lab06_economics"
@@ -36,14 +36,6 @@ SOLUTION = os.path.join(REPO, "solutions", LAB_DIR, "solution.cpp")
 HIDDEN = os.path.join(HERE, "hidden")
 CHOOSE_K = "hidden: choose_k is the best k for every profile on the CPU-like toy cost model"
 BROKEN = "test_hidden_broken.cpp"
-
-
-def head_starter():
-    try:
-        return subprocess.run(["git", "-C", REPO, "show", f"HEAD:{EDITABLE}"], check=True,
-                              capture_output=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return read(os.path.join(REPO, EDITABLE))
 
 
 def mutant_of(name, gen):
@@ -137,7 +129,7 @@ def main():
     gen = os.path.join(a.out, "generated")
     os.makedirs(gen)
     subs = [folder(root, "solution", {EDITABLE: read(SOLUTION)}),
-            folder(root, "starter", {EDITABLE: head_starter()}),
+            folder(root, "starter", {EDITABLE: head_starter(EDITABLE)}),
             folder(root, "mutant-always_speculate",
                    {EDITABLE: mutant_of("always_speculate", gen)})]
     public_pts = read_points(os.path.join(REPO, "tests", LAB, "points.txt"))

@@ -44,13 +44,13 @@ def read(path):
         return f.read()
 
 
-def head_starter():
+def head_starter(editable=EDITABLE):
     """The starter as committed (a student's untouched file), or the working tree's outside git."""
     try:
-        return subprocess.run(["git", "-C", REPO, "show", f"HEAD:{EDITABLE}"], check=True,
+        return subprocess.run(["git", "-C", REPO, "show", f"HEAD:{editable}"], check=True,
                               capture_output=True).stdout
     except (OSError, subprocess.CalledProcessError):
-        return read(os.path.join(REPO, EDITABLE))
+        return read(os.path.join(REPO, editable))
 
 
 def folder(root, name, files):
