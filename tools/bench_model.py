@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """CpuLlama's speed, and llama.cpp's on the same GGUF with the same threads, side by side.
 
-  tools/bench_model.py [--threads 2] [--repeats 5] [--prompt 128] [--decode 32]
+  tools/bench_model.py [--threads 2] [--repeats 5] [--prompt 128] [--decode 32] [--kmax 8]
 
 Runs build/bin/speclab_bench_model (prefill and decode tokens/s, and the cost of a verify pass
 of k+1 tokens relative to one decode step, k = 1..8, all medians). When llama-cpp-python is
 importable (tools/oracle/setup_venv, then run this with .venv/bin/python), it also times
-llama.cpp: prefill of the same prompt length and single-token decode steps, medians, and prints
-the ratios. Benchmarks, not tests: run them on a quiet machine and repeat.
+llama.cpp: prefill of the same prompt length, single-token decode steps and verify passes of
+k+1 tokens (timed the same way as ours), medians, and prints the ratios. Benchmarks, not tests: run them on a quiet machine and repeat.
 """
 import argparse
 import json
@@ -33,7 +33,8 @@ def ours(args, model):
     if not os.path.exists(exe):
         sys.exit(f"bench_model: {exe} is missing: build first (cmake --build build)")
     cmd = [exe, "--model", model, "--threads", str(args.threads), "--repeats", str(args.repeats),
-           "--prompt", str(args.prompt), "--decode", str(args.decode), "--json"]
+           "--prompt", str(args.prompt), "--decode", str(args.decode), "--kmax", str(args.kmax),
+           "--json"]
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
@@ -42,24 +43,49 @@ def llama_cpp_figures(args, model, prompt):
         import llama_cpp
     except ImportError:
         return None
+    # Prefill as our loops do it: logits for the last prompt row only.
     llm = llama_cpp.Llama(model_path=model, n_ctx=2048, n_batch=512, n_threads=args.threads,
                           n_threads_batch=args.threads, logits_all=False, verbose=False)
     llm.eval(prompt)  # warm-up
-    prefill, step = [], []
+    prefill = []
     for _ in range(args.repeats):
         llm.reset()
         t0 = time.perf_counter()
         llm.eval(prompt)
         prefill.append(time.perf_counter() - t0)
+    del llm
+    # Decode steps and verify passes as speclab_bench_model times them: a verify pass needs the
+    # logits of all its k+1 rows (logits_all), passes are interleaved with the decode steps at
+    # the same context lengths and rolled back, and the ratio is formed within each repeat.
+    llm = llama_cpp.Llama(model_path=model, n_ctx=2048, n_batch=512, n_threads=args.threads,
+                          n_threads_batch=args.threads, logits_all=True, verbose=False)
+    llm.eval(prompt)  # warm-up
+    step, ratio = [], {k: [] for k in range(1, args.kmax + 1)}
+    for _ in range(args.repeats):
+        llm.reset()
+        llm.eval(prompt)
         nxt = prompt[-1]
-        for _ in range(args.decode):
+        step_r, verify_r = [], {k: [] for k in ratio}
+        for s in range(args.decode):
             t0 = time.perf_counter()
             llm.eval([nxt])
-            step.append(time.perf_counter() - t0)
+            step_r.append(time.perf_counter() - t0)
             nxt = int(llm.scores[llm.n_tokens - 1].argmax())  # greedy, like ours
+            if s % max(1, args.decode // 4) == 0:
+                length = llm.n_tokens
+                for k in ratio:
+                    t1 = time.perf_counter()
+                    llm.eval([nxt] * (k + 1))
+                    verify_r[k].append(time.perf_counter() - t1)
+                    llm.n_tokens = length  # the next eval drops the pass from the KV cache
+        step += step_r
+        for k in ratio:
+            ratio[k].append(statistics.median(verify_r[k]) / statistics.median(step_r))
     return {"version": llama_cpp.__version__,
             "prefill_tokens_per_s": len(prompt) / statistics.median(prefill),
-            "decode_tokens_per_s": 1.0 / statistics.median(step)}
+            "decode_tokens_per_s": 1.0 / statistics.median(step),
+            "verify": [{"k": k, "relative_to_decode": statistics.median(r)}
+                       for k, r in ratio.items()]}
 
 
 def main():
@@ -68,7 +94,11 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--decode", type=int, default=32)
+    ap.add_argument("--kmax", type=int, default=8)
     args = ap.parse_args()
+    for name in ("threads", "repeats", "prompt", "decode", "kmax"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name} must be at least 1")
     model = model_path()
     o = ours(args, model)
     print(f"CpuLlama ({o['kernel']}, {o['threads']} threads, prompt {o['prompt_tokens']}, "
@@ -90,6 +120,8 @@ def main():
           "only in prefill):")
     print(f"  prefill {l['prefill_tokens_per_s']:8.1f} tokens/s")
     print(f"  decode  {l['decode_tokens_per_s']:8.1f} tokens/s")
+    print("  verify pass of k+1 tokens (logits for every row) / one decode step:")
+    print("    " + "  ".join(f"k={v['k']}: {v['relative_to_decode']:.2f}x" for v in l["verify"]))
     print("ratio CpuLlama / llama.cpp:  prefill "
           f"{o['prefill_tokens_per_s'] / l['prefill_tokens_per_s']:.2f}x, decode "
           f"{o['decode_tokens_per_s'] / l['decode_tokens_per_s']:.2f}x")

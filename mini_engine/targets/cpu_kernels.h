@@ -96,7 +96,8 @@ enum class MatmulKernel {
   reference,  // dequantize weights and activations to float, sum in double: the ground truth
   scalar,     // integer block dot products in portable C++ (the fallback on any CPU)
   simd,       // AVX2 (+ VNNI where compiled in); the scalar kernel when built without AVX2
-  packed,     // AVX-512 VNNI on a PackedMatrix (below); the simd kernel when built without it.
+  packed,     // on a PackedMatrix (below): AVX-512 VNNI (16 rows per instruction) or AVX2 (8
+              // rows per instruction); the scalar kernel when built without AVX2.
               // matmul() with a QuantMatrix packs a temporary copy first (tests only); the
               // forward pass packs its weights once at load time.
 };
@@ -104,8 +105,9 @@ enum class MatmulKernel {
 // A quantized weight matrix repacked for the packed kernel. Rows go in groups of 16 (the last
 // group padded with zero rows); for each group and each block of 32 columns the codes of the 16
 // rows are interleaved so that a 64-byte vector holds 4 consecutive codes of every row: one
-// vpdpbusd with 4 activation bytes broadcast to all lanes then yields 16 rows' partial sums,
-// and the float work (scales, corrections) is done once per 16 rows instead of once per row.
+// vpdpbusd with 4 activation bytes broadcast to all lanes then yields 16 rows' partial sums
+// (with AVX2, each 32-byte half and one vpmaddubsw: 8 rows), and the float work (scales,
+// corrections) is done once per 16 (8) rows instead of once per row.
 //   Q4_0 / Q4_1: 256 bytes of nibbles per (group, block): vector k (k < 4) holds columns
 //                4k..4k+3 in its low nibbles and 16+4k..16+4k+3 in its high ones; then the 16
 //                fp16 scales d, then (Q4_1 only) the 16 fp16 offsets m.
