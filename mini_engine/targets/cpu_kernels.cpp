@@ -93,6 +93,40 @@ void QuantizedActs::quantize_rows(const float* x, int ldx, int r0, int r1, ActFo
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + b * 32), _mm512_cvtepi32_epi8(v0));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + b * 32 + 16), _mm512_cvtepi32_epi8(v1));
       sum = _mm512_reduce_add_epi32(_mm512_add_epi32(v0, v1));
+#elif defined(SPECLAB_SIMD_AVX2)
+      // The same on 8 lanes: 4 vectors of 8 floats, rounded and clamped, packed to 32 bytes.
+      const __m256 sign = _mm256_set1_ps(-0.0f);
+      __m256 xv[4];
+      __m256 m = _mm256_setzero_ps();
+      for (int j = 0; j < 4; ++j) {
+        xv[j] = _mm256_loadu_ps(xb + 8 * j);
+        m = _mm256_max_ps(m, _mm256_andnot_ps(sign, xv[j]));
+      }
+      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+      m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+      amax = _mm_cvtss_f32(m4);
+      const __m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+      const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+      __m256i v[4];
+      for (int j = 0; j < 4; ++j) {
+        v[j] = _mm256_cvtps_epi32(_mm256_min_ps(
+            _mm256_max_ps(_mm256_round_ps(_mm256_mul_ps(xv[j], id),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
+                          lo),
+            hi));
+      }
+      // packs interleave the 128-bit lanes: bytes come out as 4-column groups 0 2 4 6 1 3 5 7,
+      // which the permute puts back in order (no saturation: every value is within +-127).
+      const __m256i b8 = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]),
+                                            _mm256_packs_epi32(v[2], v[3]));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + b * 32),
+                          _mm256_permutevar8x32_epi32(b8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+      const __m256i s8 = _mm256_add_epi32(_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3]));
+      __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+      s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+      sum = _mm_cvtsi128_si32(s4);
 #else
       for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(xb[i]));
       // 127 / amax, not 1 / d: ggml's multiplier (the two can differ in the last bit).
@@ -151,6 +185,34 @@ inline __m512 exp16(__m512 x) {
   return _mm512_scalef_ps(p, k);
 }
 }  // namespace
+#elif defined(SPECLAB_SIMD_AVX2)
+namespace {
+// exp(x) on 8 lanes: exp16's reduction and polynomial; AVX2 has no vscalefps, so 2^k is applied
+// as two exact powers of two built in the exponent bits, 2^(k >> 1) * 2^(k - (k >> 1)), both
+// normal floats for every k of the clamped range (-150..128): the product overflows to inf and
+// flushes to 0 past the float range as vscalefps does (below 2^-126 it can differ from it by the
+// second rounding of a subnormal). NaN stays NaN.
+inline __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_set1_ps(89.0f), _mm256_max_ps(_mm256_set1_ps(-104.0f), x));
+  const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 720.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i ki = _mm256_cvtps_epi32(k);  // exact: k is a whole number
+  const __m256i k1 = _mm256_srai_epi32(ki, 1), k2 = _mm256_sub_epi32(ki, k1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+}  // namespace
 #endif
 
 void silu_mul(float* g, const float* u, int n) {
@@ -163,6 +225,17 @@ void silu_mul(float* g, const float* u, int n) {
     const __m512 uv = _mm512_maskz_loadu_ps(m, u + i);
     const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), gv));
     _mm512_mask_storeu_ps(g + i, m, _mm512_mul_ps(_mm512_div_ps(gv, _mm512_add_ps(one, e)), uv));
+  }
+#elif defined(SPECLAB_SIMD_AVX2)
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int i = 0; i < n; i += 8) {
+    // Lanes past n are masked off (maskload reads nothing there, maskstore writes nothing).
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - i), lane);
+    const __m256 gv = _mm256_maskload_ps(g + i, m);
+    const __m256 uv = _mm256_maskload_ps(u + i, m);
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), gv));
+    _mm256_maskstore_ps(g + i, m, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(one, e)), uv));
   }
 #else
   silu_mul_reference(g, u, n);

@@ -158,9 +158,10 @@ void matmul(MatmulKernel kernel, const QuantMatrix& w, const QuantizedActs& x, f
             int r0, int r1);
 
 // SwiGLU's elementwise step: g[i] = silu(g[i]) * u[i] = g[i] / (1 + exp(-g[i])) * u[i], i < n.
-// With AVX-512, exp is a range-reduced polynomial (a few ulps from std::exp) on 16 lanes, with a
-// masked tail, so every element goes through the same arithmetic whatever n and its place in a
-// row: a prefill and the same tokens one at a time stay bit-identical. Requires n >= 0.
+// With AVX-512 (AVX2), exp is a range-reduced polynomial (a few ulps from std::exp) on 16 (8)
+// lanes, with a masked tail, so every element goes through the same arithmetic whatever n and its
+// place in a row: a prefill and the same tokens one at a time stay bit-identical. Without AVX2,
+// std::exp. Requires n >= 0.
 void silu_mul(float* g, const float* u, int n);
 // The same with std::exp, one element at a time: the reference silu_mul is tested against.
 void silu_mul_reference(float* g, const float* u, int n);

@@ -289,7 +289,7 @@ TEST_SUITE("engine_forward / the SwiGLU feed-forward") {
     g[4] = 1e-30f;
     int bad = 0;
     std::string first;
-    for (int n : {0, 1, 15, 16, 17, 45}) {
+    for (int n : {0, 1, 7, 8, 9, 15, 16, 17, 45}) {
       std::vector<float> want(g.begin(), g.begin() + n), got = want;
       silu_mul_reference(want.data(), u.data(), n);
       silu_mul(got.data(), u.data(), n);
@@ -311,7 +311,7 @@ TEST_SUITE("engine_forward / the SwiGLU feed-forward") {
     std::vector<float> whole = g;
     silu_mul(whole.data(), u.data(), 45);
     int split_diff = 0;
-    for (int at : {1, 7, 16, 30}) {
+    for (int at : {1, 7, 9, 16, 30}) {
       std::vector<float> parts = g;
       silu_mul(parts.data(), u.data(), at);
       silu_mul(parts.data() + at, u.data() + at, 45 - at);
