@@ -933,13 +933,7 @@ void check_shapes(const QuantMatrix& w, const QuantizedActs& x, int ldy, int r0,
 
 void matmul_packed_unchecked(const PackedMatrix& w, const QuantizedActs& x, float* y, int ldy,
                              int r0, int r1) {
-#if defined(SPECLAB_SIMD_AVX512)
-  switch (w.source().type) {
-    case GgmlType::Q4_0: return matmul_packed_typed<GgmlType::Q4_0>(w, x, y, ldy, r0, r1);
-    case GgmlType::Q4_1: return matmul_packed_typed<GgmlType::Q4_1>(w, x, y, ldy, r0, r1);
-    default: return matmul_packed_typed<GgmlType::Q8_0>(w, x, y, ldy, r0, r1);
-  }
-#elif defined(SPECLAB_SIMD_AVX2)
+#if defined(SPECLAB_SIMD_AVX512) || defined(SPECLAB_SIMD_AVX2)
   switch (w.source().type) {
     case GgmlType::Q4_0: return matmul_packed_typed<GgmlType::Q4_0>(w, x, y, ldy, r0, r1);
     case GgmlType::Q4_1: return matmul_packed_typed<GgmlType::Q4_1>(w, x, y, ldy, r0, r1);
@@ -958,7 +952,7 @@ const char* packed_kernel_name() {
 #elif defined(SPECLAB_SIMD_AVX2)
   return "avx2 (8 rows per instruction)";
 #else
-  return "none (falls back to the simd kernel)";
+  return "none (scalar fallback)";
 #endif
 }
 
