@@ -416,7 +416,8 @@ struct ActTile {
 };
 
 // x cut into tiles of `tile` rows (the last one shorter), each laid out as an ActTile. The
-// buffers are per thread and reused from call to call; one activation row needs no copy.
+// buffers are per thread and reused from call to call, so a thread may hold only one TiledActs at
+// a time (each matmul call makes one; calls do not nest). One activation row needs no copy.
 class TiledActs {
  public:
   TiledActs(const QuantizedActs& x, int tile) : x_(x), nb_(x.cols() / 32) {
