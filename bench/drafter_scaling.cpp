@@ -5,7 +5,8 @@
 //   build/bin/bench_drafter_scaling --smoke    # tiny sizes: checks that the bench still runs
 //   build/bin/bench_drafter_scaling --csv F    # also writes the main table to F
 //   build/bin/bench_drafter_scaling_starter    # the same, with lab 05's starter (your code);
-//                                              # cmake --build build --target bench_drafter_scaling_starter
+//                                              # cmake --build build --target
+//                                              bench_drafter_scaling_starter
 //
 // For each context length L the drafter first ingests L tokens of bench_stream.h's mixed stream
 // (not timed). Then it drafts for the next `steps` tokens: at each step it proposes k = 5 tokens

@@ -30,8 +30,8 @@ class Cursor {
 
   void need(std::uint64_t n, const std::string& field) const {
     if (n > remaining()) {
-      fail("truncated while reading " + field + ": need " + std::to_string(n) +
-               " bytes, " + std::to_string(remaining()) + " left",
+      fail("truncated while reading " + field + ": need " + std::to_string(n) + " bytes, " +
+               std::to_string(remaining()) + " left",
            pos_);
     }
   }
@@ -65,7 +65,8 @@ class Cursor {
     return n;
   }
   void seek(std::uint64_t p, const std::string& field) {
-    if (p > bytes_.size()) fail(field + " " + std::to_string(p) + " is past the end of the file", pos_);
+    if (p > bytes_.size())
+      fail(field + " " + std::to_string(p) + " is past the end of the file", pos_);
     pos_ = p;
   }
   const std::uint8_t* at(std::uint64_t p) const { return bytes_.data() + p; }
@@ -79,10 +80,17 @@ class Cursor {
 
 std::uint64_t scalar_size(GgufType t) {
   switch (t) {
-    case GgufType::UINT8: case GgufType::INT8: case GgufType::BOOL: return 1;
-    case GgufType::UINT16: case GgufType::INT16: return 2;
-    case GgufType::UINT32: case GgufType::INT32: case GgufType::FLOAT32: return 4;
-    case GgufType::UINT64: case GgufType::INT64: case GgufType::FLOAT64: return 8;
+    case GgufType::UINT8:
+    case GgufType::INT8:
+    case GgufType::BOOL: return 1;
+    case GgufType::UINT16:
+    case GgufType::INT16: return 2;
+    case GgufType::UINT32:
+    case GgufType::INT32:
+    case GgufType::FLOAT32: return 4;
+    case GgufType::UINT64:
+    case GgufType::INT64:
+    case GgufType::FLOAT64: return 8;
     case GgufType::STRING: return 8;  // at least its length field
     case GgufType::ARRAY: return 12;  // at least element type + count
   }
@@ -128,7 +136,8 @@ GgufValue read_value(Cursor& c, const std::string& key) {
   GgufValue v;
   const auto at = c.pos();
   const auto type = c.read<std::uint32_t>("value type of '" + key + "'");
-  if (!valid_type(type)) c.fail("value type " + std::to_string(type) + " of '" + key + "' is unknown", at);
+  if (!valid_type(type))
+    c.fail("value type " + std::to_string(type) + " of '" + key + "' is unknown", at);
   v.type = static_cast<GgufType>(type);
   if (v.type != GgufType::ARRAY) {
     read_scalar(c, v.type, v, "value of '" + key + "'");
@@ -137,7 +146,8 @@ GgufValue read_value(Cursor& c, const std::string& key) {
   const auto et_at = c.pos();
   const auto et = c.read<std::uint32_t>("array element type of '" + key + "'");
   if (!valid_type(et) || static_cast<GgufType>(et) == GgufType::ARRAY) {
-    c.fail("array element type " + std::to_string(et) + " of '" + key + "' is not supported", et_at);
+    c.fail("array element type " + std::to_string(et) + " of '" + key + "' is not supported",
+           et_at);
   }
   v.array_type = static_cast<GgufType>(et);
   const std::uint64_t n = c.read_count("array length of '" + key + "'", scalar_size(v.array_type));
@@ -163,8 +173,9 @@ GgufValue read_value(Cursor& c, const std::string& key) {
 }
 
 const char* type_name(GgufType t) {
-  static const char* names[] = {"uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
-                                "bool", "string", "array", "uint64", "int64", "float64"};
+  static const char* names[] = {"uint8",  "int8",    "uint16", "int16",  "uint32",
+                                "int32",  "float32", "bool",   "string", "array",
+                                "uint64", "int64",   "float64"};
   const auto i = static_cast<std::uint32_t>(t);
   return i < 13 ? names[i] : "?";
 }
@@ -217,7 +228,8 @@ void GgufFile::parse_all(std::span<const std::uint8_t> bytes) {
   const auto magic = c.read<std::uint32_t>("magic");
   if (magic != kMagic) c.fail("wrong magic: this is not a GGUF file", 0);
   version_ = c.read<std::uint32_t>("version");
-  if (version_ != 3) c.fail("GGUF version " + std::to_string(version_) + " is not supported (need 3)", 4);
+  if (version_ != 3)
+    c.fail("GGUF version " + std::to_string(version_) + " is not supported (need 3)", 4);
   // Each tensor info takes at least 8+4+8+4+8 bytes; each key/value at least 8+4+1.
   const std::uint64_t n_tensors = c.read_count("tensor count", 32);
   const std::uint64_t n_kv = c.read_count("metadata key/value count", 13);
@@ -274,17 +286,20 @@ void GgufFile::parse_all(std::span<const std::uint8_t> bytes) {
     }
     p.t.type = info->type;
     if (p.t.shape[0] % info->block_size != 0) {
-      c.fail(what + ": row length " + std::to_string(p.t.shape[0]) +
-                 " is not a multiple of the " + info->name + " block size", type_at);
+      c.fail(what + ": row length " + std::to_string(p.t.shape[0]) + " is not a multiple of the " +
+                 info->name + " block size",
+             type_at);
     }
     p.t.n_bytes = static_cast<std::uint64_t>(elems / info->block_size) * info->type_size;
     const auto off_at = c.pos();
     p.rel_offset = c.read<std::uint64_t>("data offset of " + what);
     if (p.rel_offset % alignment_ != 0) {
       c.fail(what + ": data offset " + std::to_string(p.rel_offset) + " is not aligned to " +
-                 std::to_string(alignment_), off_at);
+                 std::to_string(alignment_),
+             off_at);
     }
-    if (tensor_index_.count(p.t.name)) c.fail("duplicate tensor name '" + p.t.name + "'", p.info_at);
+    if (tensor_index_.count(p.t.name))
+      c.fail("duplicate tensor name '" + p.t.name + "'", p.info_at);
     tensor_index_[p.t.name] = pending.size();
     pending.push_back(std::move(p));
   }

@@ -24,8 +24,19 @@ class GgufError : public std::runtime_error {
 
 // GGUF metadata value types (as stored in the file).
 enum class GgufType : std::uint32_t {
-  UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
 };
 
 // One metadata value. Scalars are widened: integers and bools to `integer`, floats to `real`.
@@ -48,10 +59,10 @@ struct GgufTensor {
   std::vector<std::int64_t> shape;  // ggml order: shape[0] is the contiguous (row) dimension
   std::int64_t n_elements = 0;
   std::uint64_t n_bytes = 0;
-  std::uint64_t file_offset = 0;    // absolute byte offset of the data in the file
+  std::uint64_t file_offset = 0;       // absolute byte offset of the data in the file
   const std::uint8_t* data = nullptr;  // into the mapping; valid while the GgufFile lives
 
-  std::int64_t rows() const;        // product of shape[1..]
+  std::int64_t rows() const;  // product of shape[1..]
   std::int64_t row_length() const { return shape.empty() ? 0 : shape[0]; }
 };
 

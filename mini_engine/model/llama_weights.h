@@ -62,11 +62,11 @@ struct LlamaLayer {
 
 struct LlamaWeights {
   LlamaHParams hp;
-  QuantMatrix token_embd;             // (n_vocab, n_embd): row t is token t's embedding
-  std::vector<LlamaLayer> layers;     // n_layer
-  const float* output_norm = nullptr; // (n_embd)
-  QuantMatrix output;                 // (n_vocab, n_embd); token_embd itself when the file has
-                                      // no output.weight (tied embeddings)
+  QuantMatrix token_embd;              // (n_vocab, n_embd): row t is token t's embedding
+  std::vector<LlamaLayer> layers;      // n_layer
+  const float* output_norm = nullptr;  // (n_embd)
+  QuantMatrix output;                  // (n_vocab, n_embd); token_embd itself when the file has
+                                       // no output.weight (tied embeddings)
   bool tied_output = false;
 };
 

@@ -6,15 +6,16 @@ namespace speclab {
 namespace {
 
 constexpr GgmlTypeInfo kTypes[] = {
-    {GgmlType::F32, "F32", 1, 4},   {GgmlType::F16, "F16", 1, 2},
+    {GgmlType::F32, "F32", 1, 4},     {GgmlType::F16, "F16", 1, 2},
     {GgmlType::Q4_0, "Q4_0", 32, 18}, {GgmlType::Q4_1, "Q4_1", 32, 20},
     {GgmlType::Q8_0, "Q8_0", 32, 34}, {GgmlType::BF16, "BF16", 1, 2},
 };
 
 const GgmlTypeInfo& info_or_throw(GgmlType type) {
   const GgmlTypeInfo* info = ggml_type_info(static_cast<std::uint32_t>(type));
-  if (!info) throw std::invalid_argument("unsupported ggml type " + ggml_type_name(
-                                             static_cast<std::uint32_t>(type)));
+  if (!info)
+    throw std::invalid_argument("unsupported ggml type " +
+                                ggml_type_name(static_cast<std::uint32_t>(type)));
   return *info;
 }
 
@@ -53,9 +54,7 @@ std::uint64_t ggml_row_bytes(GgmlType type, std::int64_t n) {
 void dequantize_row(GgmlType type, const void* src, float* dst, std::int64_t n) {
   ggml_row_bytes(type, n);  // validates type and n
   switch (type) {
-    case GgmlType::F32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-      return;
+    case GgmlType::F32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); return;
     case GgmlType::F16: {
       const auto* h = static_cast<const std::uint16_t*>(src);
       for (std::int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(h[i]);

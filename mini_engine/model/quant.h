@@ -40,18 +40,18 @@ std::string ggml_type_name(std::uint32_t id);
 // Q4_0: 32 weights as 4-bit codes q in [0, 15]; w = d * (q - 8).
 // Byte j of qs holds weight j in its low nibble and weight j + 16 in its high nibble.
 struct BlockQ4_0 {
-  std::uint16_t d;       // fp16 scale
+  std::uint16_t d;  // fp16 scale
   std::uint8_t qs[16];
 };
 // Q4_1: like Q4_0 but w = d * q + m (an offset instead of the fixed -8).
 struct BlockQ4_1 {
-  std::uint16_t d;       // fp16 scale
-  std::uint16_t m;       // fp16 minimum
+  std::uint16_t d;  // fp16 scale
+  std::uint16_t m;  // fp16 minimum
   std::uint8_t qs[16];
 };
 // Q8_0: 32 signed 8-bit codes; w = d * q.
 struct BlockQ8_0 {
-  std::uint16_t d;       // fp16 scale
+  std::uint16_t d;  // fp16 scale
   std::int8_t qs[32];
 };
 static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(BlockQ8_0) == 34,
@@ -97,7 +97,7 @@ SPECLAB_HD inline std::uint16_t fp32_to_fp16(float f) {
     return static_cast<std::uint16_t>(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0u));
   }
   if (ax >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds past 65504
-  if (ax < 0x38800000u) {  // below 2^-14: a subnormal half (or zero)
+  if (ax < 0x38800000u) {               // below 2^-14: a subnormal half (or zero)
     if (ax < 0x33000000u) return sign;  // below half the smallest subnormal: rounds to zero
     const std::uint32_t mant = (ax & 0x7fffffu) | 0x800000u;
     const int shift = 126 - static_cast<int>(ax >> 23);  // 14..24 bits to drop

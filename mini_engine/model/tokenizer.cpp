@@ -57,12 +57,9 @@ Kind kind_of(char32_t cp) {
     return Kind::Space;
   }
   switch (unicode::classify(cp)) {
-    case unicode::CodepointClass::Letter:
-      return Kind::Letter;
-    case unicode::CodepointClass::Number:
-      return Kind::Number;
-    default:
-      return Kind::Other;
+    case unicode::CodepointClass::Letter: return Kind::Letter;
+    case unicode::CodepointClass::Number: return Kind::Number;
+    default: return Kind::Other;
   }
 }
 

@@ -40,16 +40,11 @@ int strict_length(unsigned char lead) {
 }
 bool strict_second_ok(unsigned char lead, unsigned char b) {
   switch (lead) {
-    case 0xE0:
-      return b >= 0xA0 && b <= 0xBF;
-    case 0xED:
-      return b >= 0x80 && b <= 0x9F;
-    case 0xF0:
-      return b >= 0x90 && b <= 0xBF;
-    case 0xF4:
-      return b >= 0x80 && b <= 0x8F;
-    default:
-      return is_continuation(b);
+    case 0xE0: return b >= 0xA0 && b <= 0xBF;
+    case 0xED: return b >= 0x80 && b <= 0x9F;
+    case 0xF0: return b >= 0x90 && b <= 0xBF;
+    case 0xF4: return b >= 0x80 && b <= 0x8F;
+    default: return is_continuation(b);
   }
 }
 // True when bytes[0..n) is a valid start (complete or not) of one strict UTF-8 sequence.

@@ -43,10 +43,9 @@ Token sample_from_logits(std::span<const float> row, double temperature, double 
 }
 
 Token sample_at(std::span<const float> row, const SamplingParams& params, std::int64_t position) {
-  const double u = params.temperature == 0.0
-                       ? 0.0
-                       : uniform01(params.seed, params.sequence,
-                                   static_cast<std::uint64_t>(position));
+  const double u = params.temperature == 0.0 ? 0.0
+                                             : uniform01(params.seed, params.sequence,
+                                                         static_cast<std::uint64_t>(position));
   return sample_from_logits(row, params.temperature, u);
 }
 

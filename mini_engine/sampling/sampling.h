@@ -10,8 +10,8 @@ namespace speclab {
 
 // How the target's token is chosen at each position. temperature == 0 means greedy (argmax).
 struct SamplingParams {
-  double temperature = 0.0;   // >= 0
-  std::uint64_t seed = 0;     // with `sequence`, keys the counter-based RNG (rng.h)
+  double temperature = 0.0;  // >= 0
+  std::uint64_t seed = 0;    // with `sequence`, keys the counter-based RNG (rng.h)
   std::uint64_t sequence = 0;
 };
 

@@ -15,10 +15,10 @@
 namespace speclab {
 
 struct DecodeConfig {
-  int max_new_tokens = 64;        // >= 1; the loops never emit more
-  int k = 4;                      // drafts per round, 1..64 (speculative decoding only)
-  SamplingParams sampling;        // temperature 0 = greedy
-  std::vector<Token> stop_tokens; // generation ends right after emitting one of these
+  int max_new_tokens = 64;         // >= 1; the loops never emit more
+  int k = 4;                       // drafts per round, 1..64 (speculative decoding only)
+  SamplingParams sampling;         // temperature 0 = greedy
+  std::vector<Token> stop_tokens;  // generation ends right after emitting one of these
   // Called after every round (every token, for plain decoding) with what it emitted.
   std::function<void(const RoundRecord&)> on_round;
 };
@@ -26,7 +26,7 @@ struct DecodeConfig {
 struct GenerationResult {
   std::vector<Token> tokens;  // the emitted tokens only (not the prompt)
   SpecStats stats;
-  bool stopped = false;       // ended on a stop token rather than on max_new_tokens
+  bool stopped = false;  // ended on a stop token rather than on max_new_tokens
 };
 
 // Plain decoding: one target run per emitted token, each token chosen by sample_at().

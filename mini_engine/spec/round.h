@@ -9,11 +9,12 @@
 namespace speclab {
 
 struct RoundRecord {
-  std::int64_t position = 0;    // index in the sequence of the first token this round emitted
-  std::vector<Token> drafts;    // what the drafter proposed
-  int accepted = 0;             // leading drafts the verify rule kept
-  std::vector<Token> emitted;   // drafts[0..accepted) + the correction or bonus token (cut at a stop token)
-  bool bonus = false;           // every draft was accepted and the extra token came for free
+  std::int64_t position = 0;  // index in the sequence of the first token this round emitted
+  std::vector<Token> drafts;  // what the drafter proposed
+  int accepted = 0;           // leading drafts the verify rule kept
+  std::vector<Token>
+      emitted;         // drafts[0..accepted) + the correction or bonus token (cut at a stop token)
+  bool bonus = false;  // every draft was accepted and the extra token came for free
   const Logits* logits = nullptr;  // the verify pass: drafts.size() + 1 rows; valid only
                                    // during the Drafter::observe / on_round call
   double draft_seconds = 0.0;

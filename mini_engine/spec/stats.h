@@ -12,8 +12,8 @@ struct SpecStats {
   std::int64_t drafted = 0;      // draft tokens proposed and sent to verification
   std::int64_t accepted = 0;     // draft tokens kept
   std::int64_t emitted = 0;      // tokens added to the output
-  std::vector<std::int64_t> drafted_at;    // [i]: rounds that had a draft at position i
-  std::vector<std::int64_t> accepted_at;   // [i]: rounds whose draft at position i was kept
+  std::vector<std::int64_t> drafted_at;          // [i]: rounds that had a draft at position i
+  std::vector<std::int64_t> accepted_at;         // [i]: rounds whose draft at position i was kept
   std::vector<std::int64_t> accept_length_hist;  // [a]: rounds that kept exactly a drafts
   double prefill_seconds = 0.0;
   double draft_seconds = 0.0;

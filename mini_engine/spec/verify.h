@@ -21,10 +21,10 @@ struct VerifyResult {
 // Everything a verify rule may look at.
 struct VerifyInput {
   std::span<const Token> drafts;
-  const Logits& logits;           // drafts.size() + 1 rows; row i scores the token after
-                                  // context + drafts[0..i)
-  std::int64_t position;          // absolute index in the sequence of the first emitted token
-  const SamplingParams& sampling; // temperature, seed: for rules that sample
+  const Logits& logits;            // drafts.size() + 1 rows; row i scores the token after
+                                   // context + drafts[0..i)
+  std::int64_t position;           // absolute index in the sequence of the first emitted token
+  const SamplingParams& sampling;  // temperature, seed: for rules that sample
 };
 
 using VerifyRule = std::function<VerifyResult(const VerifyInput&)>;

@@ -208,8 +208,7 @@ void weighted_sum_tile(const std::uint16_t* v, int hd, const AttentionQuery* que
       const std::uint16_t* vj = v + static_cast<size_t>(j) * hd + i0;
       __m512 row[4];
       for (int m = 0; m < 4; ++m) {
-        row[m] = _mm512_cvtph_ps(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(vj + 16 * m)));
+        row[m] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(vj + 16 * m)));
       }
       for (int q = 0; q < QB; ++q) {
         const bool in = j < queries[q].len;

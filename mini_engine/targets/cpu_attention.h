@@ -1,10 +1,10 @@
 #pragma once
 // The per-head arithmetic of CpuLlama's attention: RoPE, the fp16 KV cache's layout, and the
-// attention of a KV head's queries over it, each with the roundings llama.cpp's CPU path makes (cpu_attention.cpp
-// says which and why). CpuLlama's forward pass decides which rows, heads and positions go in;
-// these functions only compute. Kept apart so that tests can run the same arithmetic in a plain
-// reference forward pass (tests/model/llama_reference.h) and check it on its own
-// (tests/model/test_cpu_kernels.cpp).
+// attention of a KV head's queries over it, each with the roundings llama.cpp's CPU path makes
+// (cpu_attention.cpp says which and why). CpuLlama's forward pass decides which rows, heads and
+// positions go in; these functions only compute. Kept apart so that tests can run the same
+// arithmetic in a plain reference forward pass (tests/model/llama_reference.h) and check it on its
+// own (tests/model/test_cpu_kernels.cpp).
 #include <cstddef>
 #include <cstdint>
 

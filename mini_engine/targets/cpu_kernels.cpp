@@ -32,9 +32,10 @@ namespace speclab::cpu {
 
 void QuantizedActs::reset(int rows, int cols) {
   if (rows < 0 || cols <= 0 || cols % 32 != 0) {
-    throw std::invalid_argument("QuantizedActs: needs rows >= 0 and cols > 0 a multiple of 32 "
-                                "(got rows=" + std::to_string(rows) + " cols=" +
-                                std::to_string(cols) + ")");
+    throw std::invalid_argument(
+        "QuantizedActs: needs rows >= 0 and cols > 0 a multiple of 32 "
+        "(got rows=" +
+        std::to_string(rows) + " cols=" + std::to_string(cols) + ")");
   }
   rows_ = rows;
   cols_ = cols;
@@ -52,8 +53,8 @@ ActFormat act_format_for(GgmlType type) {
 
 void QuantizedActs::quantize(const float* x, int rows, int cols, int ldx, ActFormat format) {
   if (ldx < cols) {
-    throw std::invalid_argument("QuantizedActs::quantize: ldx " + std::to_string(ldx) +
-                                " < cols " + std::to_string(cols));
+    throw std::invalid_argument("QuantizedActs::quantize: ldx " + std::to_string(ldx) + " < cols " +
+                                std::to_string(cols));
   }
   reset(rows, cols);
   quantize_rows(x, ldx, 0, rows, format);
@@ -118,11 +119,13 @@ void QuantizedActs::quantize_rows(const float* x, int ldx, int r0, int r1, ActFo
       }
       // packs interleave the 128-bit lanes: bytes come out as 4-column groups 0 2 4 6 1 3 5 7,
       // which the permute puts back in order (no saturation: every value is within +-127).
-      const __m256i b8 = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]),
-                                            _mm256_packs_epi32(v[2], v[3]));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(qr + b * 32),
-                          _mm256_permutevar8x32_epi32(b8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
-      const __m256i s8 = _mm256_add_epi32(_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3]));
+      const __m256i b8 =
+          _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+      _mm256_storeu_si256(
+          reinterpret_cast<__m256i*>(qr + b * 32),
+          _mm256_permutevar8x32_epi32(b8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+      const __m256i s8 =
+          _mm256_add_epi32(_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3]));
       __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
       s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
       s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
@@ -219,8 +222,8 @@ void silu_mul(float* g, const float* u, int n) {
 #if defined(SPECLAB_SIMD_AVX512)
   const __m512 one = _mm512_set1_ps(1.0f);
   for (int i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff)
-                                    : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __mmask16 m =
+        n - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1u);
     const __m512 gv = _mm512_maskz_loadu_ps(m, g + i);
     const __m512 uv = _mm512_maskz_loadu_ps(m, u + i);
     const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), gv));
@@ -305,8 +308,7 @@ void unpack_block(GgmlType type, const std::uint8_t* p, BlockCodes& out) {
       for (int j = 0; j < 32; ++j) out.c[j] = b->qs[j];
       return;
     }
-    default:
-      throw std::invalid_argument("unpack_block: unsupported type");
+    default: throw std::invalid_argument("unpack_block: unsupported type");
   }
 }
 
@@ -399,7 +401,8 @@ inline __m256i unpack_simd(const std::uint8_t* p, float& dw, float& mw) {
 inline float dot_floats(const float* m, const float* s, int n) {
   __m256 acc = _mm256_setzero_ps();
   int b = 0;
-  for (; b + 8 <= n; b += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(m + b), _mm256_loadu_ps(s + b), acc);
+  for (; b + 8 <= n; b += 8)
+    acc = _mm256_fmadd_ps(_mm256_loadu_ps(m + b), _mm256_loadu_ps(s + b), acc);
   float tail = 0.0f;
   for (; b < n; ++b) tail += m[b] * s[b];
   return hsum(acc) + tail;
@@ -492,8 +495,8 @@ void simd_tile(const QuantMatrix& w, const QuantizedActs& x, const ActTile& xt, 
 #if !defined(SPECLAB_SIMD_VNNI)
 // Q8_0 without VNNI: signed x signed through maddubs(|w|, sign(x, w)), as ggml does.
 template <int NT>
-void simd_tile_q8_sign(const QuantMatrix& w, const ActTile& xt, int t0, float* y, int ldy,
-                       int r0, int r1) {
+void simd_tile_q8_sign(const QuantMatrix& w, const ActTile& xt, int t0, float* y, int ldy, int r0,
+                       int r1) {
   const int nb = w.cols / 32;
   for (int r = r0; r < r1; ++r) {
     const auto* blocks = reinterpret_cast<const BlockQ8_0*>(w.row(r));
@@ -522,8 +525,8 @@ void simd_tile_q8_sign(const QuantMatrix& w, const ActTile& xt, int t0, float* y
 #endif
 
 template <GgmlType kType>
-void simd_rows_tile(const QuantMatrix& w, const QuantizedActs& x, const ActTile& xt, int t0,
-                    int nt, float* y, int ldy, int r0, int r1, float* mrow) {
+void simd_rows_tile(const QuantMatrix& w, const QuantizedActs& x, const ActTile& xt, int t0, int nt,
+                    float* y, int ldy, int r0, int r1, float* mrow) {
 #if !defined(SPECLAB_SIMD_VNNI)
   if constexpr (kType == GgmlType::Q8_0) {
     switch (nt) {
@@ -596,10 +599,11 @@ bool packable(GgmlType t) {
 
 PackedMatrix::PackedMatrix(const QuantMatrix& w) : src_(w) {
   if (!packable(w.type) || w.cols <= 0 || w.cols % 32 != 0) {
-    throw std::invalid_argument("PackedMatrix: needs a Q4_0, Q4_1 or Q8_0 matrix with cols a "
-                                "positive multiple of 32 (got " +
-                                ggml_type_name(static_cast<std::uint32_t>(w.type)) + ", cols=" +
-                                std::to_string(w.cols) + ")");
+    throw std::invalid_argument(
+        "PackedMatrix: needs a Q4_0, Q4_1 or Q8_0 matrix with cols a "
+        "positive multiple of 32 (got " +
+        ggml_type_name(static_cast<std::uint32_t>(w.type)) + ", cols=" + std::to_string(w.cols) +
+        ")");
   }
   const bool q8 = w.type == GgmlType::Q8_0;
   const size_t code_bytes = q8 ? 512 : 256;
@@ -697,8 +701,8 @@ void packed_tile(const PackedMatrix& w, const QuantizedActs& x, int t0, float* y
         _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p + kCodeBytes)));
     __m512 mw;
     if constexpr (kType == GgmlType::Q4_1) {
-      mw = _mm512_cvtph_ps(
-          _mm256_load_si256(reinterpret_cast<const __m256i*>(p + kCodeBytes + 32)));
+      mw =
+          _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p + kCodeBytes + 32)));
     } else {
       mw = _mm512_mul_ps(dw, _mm512_set1_ps(kQ8 ? -128.0f : -8.0f));
     }
@@ -804,8 +808,8 @@ constexpr int kMaxPackedTile = 8;
 constexpr int kPrefetchBytes = SPECLAB_PACKED_PREFETCH_AVX2;
 
 template <GgmlType kType, int NT>
-void packed_half(const PackedMatrix& w, const ActTile& xt, int t0, float* y, int ldy, int g,
-                 int h, int r0, int r1, bool prefetch) {
+void packed_half(const PackedMatrix& w, const ActTile& xt, int t0, float* y, int ldy, int g, int h,
+                 int r0, int r1, bool prefetch) {
   constexpr bool kQ8 = kType == GgmlType::Q8_0;
   constexpr int kCodeBytes = kQ8 ? 512 : 256;
   const int nb = w.blocks();
@@ -843,8 +847,8 @@ void packed_half(const PackedMatrix& w, const ActTile& xt, int t0, float* y, int
       } else {
         const __m256i v =
             _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 64 * (k & 3) + 32 * h));
-        const __m256i c = k < 4 ? _mm256_and_si256(v, nib)
-                                : _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
+        const __m256i c =
+            k < 4 ? _mm256_and_si256(v, nib) : _mm256_and_si256(_mm256_srli_epi16(v, 4), nib);
 #pragma GCC unroll 8
         for (int t = 0; t < NT; ++t) {
           std::int32_t a;
@@ -853,8 +857,8 @@ void packed_half(const PackedMatrix& w, const ActTile& xt, int t0, float* y, int
         }
       }
     }
-    const __m256 dw = _mm256_cvtph_ps(
-        _mm_load_si128(reinterpret_cast<const __m128i*>(p + kCodeBytes + 16 * h)));
+    const __m256 dw =
+        _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p + kCodeBytes + 16 * h)));
     __m256 mw = _mm256_setzero_ps();
     if constexpr (kType == GgmlType::Q4_1) {
       mw = _mm256_cvtph_ps(
@@ -910,8 +914,8 @@ void matmul_packed_typed(const PackedMatrix& w, const QuantizedActs& x, float* y
   const TiledActs acts(x, tile);
   for (int h8 = r0 / 8; h8 * 8 < r1; ++h8) {
     for (int t0 = 0; t0 < n; t0 += tile) {
-      packed_half_n<kType>(w, acts.at(t0), t0, std::min(tile, n - t0), y, ldy, h8 / 2, h8 % 2,
-                           r0, r1, t0 == 0 && h8 % 2 == 0);
+      packed_half_n<kType>(w, acts.at(t0), t0, std::min(tile, n - t0), y, ldy, h8 / 2, h8 % 2, r0,
+                           r1, t0 == 0 && h8 % 2 == 0);
     }
   }
 }

@@ -33,11 +33,13 @@ struct Aligned64 {
   template <typename U>
   Aligned64(const Aligned64<U>&) {}
   T* allocate(std::size_t n) {
-    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64}));
+    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}));
   }
-  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t{64}); }
+  void deallocate(T* p, std::size_t) { ::operator delete (p, std::align_val_t{64}); }
   template <typename U>
-  bool operator==(const Aligned64<U>&) const { return true; }
+  bool operator==(const Aligned64<U>&) const {
+    return true;
+  }
 };
 template <typename T>
 using AlignedVector = std::vector<T, Aligned64<T>>;
@@ -71,8 +73,7 @@ class QuantizedActs {
   // Quantizes rows [r0, r1) of x (row r at x + r * ldx). Requires 0 <= r0 <= r1 <= rows() and
   // ldx >= cols() (unchecked: called per thread in the forward pass). Threads may quantize
   // disjoint row ranges at the same time.
-  void quantize_rows(const float* x, int ldx, int r0, int r1,
-                     ActFormat format = ActFormat::q8_0);
+  void quantize_rows(const float* x, int ldx, int r0, int r1, ActFormat format = ActFormat::q8_0);
 
   int rows() const { return rows_; }
   int cols() const { return cols_; }

@@ -234,8 +234,7 @@ void CpuLlama::reserve_kv(KvCache& kv, int n_tokens, int keep) const {
   if (n_tokens <= kv.capacity) return;
   // Grow geometrically (amortized O(1) per token), never past max_length().
   // Whole 16-key blocks (cpu::key_slots): the keys' layout comes in blocks of 16 positions.
-  const int cap =
-      cpu::key_slots(std::min(max_length_, std::max({n_tokens, 2 * kv.capacity, 256})));
+  const int cap = cpu::key_slots(std::min(max_length_, std::max({n_tokens, 2 * kv.capacity, 256})));
   const LlamaHParams& hp = w_.hp;
   const size_t slabs = static_cast<size_t>(hp.n_layer) * hp.n_head_kv;
   const size_t hd = static_cast<size_t>(hp.head_dim);
@@ -384,11 +383,11 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
           }
           if (rr.end > q1 && rr.begin < k1) {
             mm(L.wk, P ? &P->wk : nullptr, S.qa_embd, S.qkv.data() + q1, qkv_w,
-                        std::max(rr.begin, q1) - q1, std::min(rr.end, k1) - q1);
+               std::max(rr.begin, q1) - q1, std::min(rr.end, k1) - q1);
           }
           if (rr.end > k1) {
             mm(L.wv, P ? &P->wv : nullptr, S.qa_embd, S.qkv.data() + k1, qkv_w,
-                        std::max(rr.begin, k1) - k1, rr.end - k1);
+               std::max(rr.begin, k1) - k1, rr.end - k1);
           }
         }
 #pragma omp barrier
@@ -432,8 +431,8 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
                             S.att.data() + static_cast<size_t>(t) * q_dim + h * hd};
             }
             KvCache& kv = *rows[item.first_row].cache;
-            cpu::attend_fp16(keys_at(kv, l, item.g), v_at(kv, l, item.g, 0), hd, att_scale,
-                             queries, item.count, probs.data());
+            cpu::attend_fp16(keys_at(kv, l, item.g), v_at(kv, l, item.g, 0), hd, att_scale, queries,
+                             item.count, probs.data());
           }
         }
 #pragma omp barrier

@@ -79,10 +79,9 @@ std::vector<Logits> CpuLlamaBatch::run(std::span<const BatchItem> items, bool wa
     for (size_t i = 0; i < items[j].tokens.size(); ++i) {
       const Token t = items[j].tokens[i];
       if (t < 0 || t >= vocab) {
-        throw std::invalid_argument(w + ": item " + std::to_string(j) +
-                                    " has token id " + std::to_string(t) + " at index " +
-                                    std::to_string(i) + ", outside the vocabulary [0, " +
-                                    std::to_string(vocab) + ")");
+        throw std::invalid_argument(w + ": item " + std::to_string(j) + " has token id " +
+                                    std::to_string(t) + " at index " + std::to_string(i) +
+                                    ", outside the vocabulary [0, " + std::to_string(vocab) + ")");
       }
     }
     const long long want =

@@ -149,9 +149,9 @@ Logits ToyTarget::extend(std::span<const Token> tokens) {
     }
   }
   if (tokens_.size() + tokens.size() > static_cast<size_t>(config_.max_length)) {
-    throw ContextOverflow("ToyTarget: appending " + std::to_string(tokens.size()) +
-                          " tokens to " + std::to_string(tokens_.size()) +
-                          " would exceed max_length " + std::to_string(config_.max_length));
+    throw ContextOverflow("ToyTarget: appending " + std::to_string(tokens.size()) + " tokens to " +
+                          std::to_string(tokens_.size()) + " would exceed max_length " +
+                          std::to_string(config_.max_length));
   }
   Logits out(static_cast<int>(tokens.size()), config_.vocab_size);
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -164,8 +164,8 @@ Logits ToyTarget::extend(std::span<const Token> tokens) {
 
 void ToyTarget::truncate(int new_len) {
   if (new_len < 0 || new_len > length()) {
-    throw std::out_of_range("ToyTarget::truncate(" + std::to_string(new_len) +
-                            "): sequence has " + std::to_string(length()) + " tokens");
+    throw std::out_of_range("ToyTarget::truncate(" + std::to_string(new_len) + "): sequence has " +
+                            std::to_string(length()) + " tokens");
   }
   tokens_.resize(static_cast<size_t>(new_len));
 }

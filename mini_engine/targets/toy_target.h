@@ -22,7 +22,7 @@ std::string to_string(ToyRegime regime);
 
 struct ToyTargetConfig {
   ToyRegime regime = ToyRegime::periodic;
-  int vocab_size = 512;      // >= 8 (random regime: also > the longest sequence you will build)
+  int vocab_size = 512;  // >= 8 (random regime: also > the longest sequence you will build)
   std::uint64_t seed = 0;
   int period = 16;           // periodic regime: pattern length, 2 <= period <= vocab_size
   double noise = -1.0;       // chance a position departs from the regime's rule; -1 = default
@@ -55,7 +55,7 @@ class ToyTarget final : public Target {
  private:
   Token permute(std::uint64_t x) const;  // the random regime's bijection on [0, vocab_size)
   ToyTargetConfig config_;
-  std::vector<Token> pattern_;  // periodic regime
+  std::vector<Token> pattern_;      // periodic regime
   std::vector<int> pattern_index_;  // token -> index in pattern_, or -1
   std::vector<Token> tokens_;
 };

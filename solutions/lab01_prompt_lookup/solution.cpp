@@ -26,9 +26,9 @@ std::vector<Token> ngram_propose(std::span<const Token> context, int n, int k) {
 
 VerifyResult verify_greedy(std::span<const Token> drafts, const Logits& logits) {
   if (static_cast<size_t>(logits.rows()) != drafts.size() + 1) {
-    throw std::invalid_argument("verify_greedy: need drafts.size() + 1 = " +
-                                std::to_string(drafts.size() + 1) + " logits rows, got " +
-                                std::to_string(logits.rows()));
+    throw std::invalid_argument(
+        "verify_greedy: need drafts.size() + 1 = " + std::to_string(drafts.size() + 1) +
+        " logits rows, got " + std::to_string(logits.rows()));
   }
   VerifyResult result;
   for (size_t i = 0; i < drafts.size(); ++i) {

@@ -60,7 +60,8 @@ struct Harness {
            r.drafts[r.accepted] == ScriptedDrafter::truth(context.size() + r.accepted)) {
       ++r.accepted;
     }
-    for (int i = 0; i <= r.accepted; ++i) r.emitted.push_back(ScriptedDrafter::truth(context.size() + i));
+    for (int i = 0; i <= r.accepted; ++i)
+      r.emitted.push_back(ScriptedDrafter::truth(context.size() + i));
     r.bonus = r.accepted == static_cast<int>(r.drafts.size()) && !r.drafts.empty();
     clock += cost(static_cast<int>(r.drafts.size()) + 1);
     context.insert(context.end(), r.emitted.begin(), r.emitted.end());
@@ -124,7 +125,8 @@ TEST_SUITE("cli / auto policy") {
     CHECK(h.drafter->acceptance(1) < 0.1);
   }
 
-  TEST_CASE("verify passes that cost as much as plain steps -> no speculation even if drafts land") {
+  TEST_CASE(
+      "verify passes that cost as much as plain steps -> no speculation even if drafts land") {
     Harness h;
     h.cost = [](int w) { return 1.0 * w; };
     for (int i = 0; i < 30; ++i) h.round();

@@ -7,13 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "mini_engine/model/chat_template.h"
 #include "mini_engine/model/gguf.h"
+#include "mini_engine/model/tokenizer.h"
 #include "model_path.h"
 #include "test_util.h"
 #include "text.h"
-
-#include "mini_engine/model/chat_template.h"
-#include "mini_engine/model/tokenizer.h"
 
 using namespace speclab;
 using namespace speclab::cli;

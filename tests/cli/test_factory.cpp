@@ -1,6 +1,5 @@
 // The flags -> engine objects mapping: models, drafters, and the checks on bad input.
 #include <doctest/doctest.h>
-
 #include <unistd.h>
 
 #include <cstdlib>
@@ -49,8 +48,8 @@ TEST_SUITE("cli / factory") {
     const Model m = load_model(t);
     DrafterOptions o;
     o.n = 64;
-    CHECK_THROWS_WITH_AS(check_n_fits(o, *m.target, 10, 100), doctest::Contains("larger than the context"),
-                         UsageError);
+    CHECK_THROWS_WITH_AS(check_n_fits(o, *m.target, 10, 100),
+                         doctest::Contains("larger than the context"), UsageError);
     o.n = 30;
     CHECK_THROWS_AS(check_n_fits(o, *m.target, 10, 20), UsageError);  // 10 + 20 tokens at most
     o.n = 3;
@@ -61,8 +60,8 @@ TEST_SUITE("cli / factory") {
     TargetOptions t;
     t.context = 64;
     const Model m = load_model(t);
-    CHECK_THROWS_WITH_AS(check_fits_context(*m.target, 16, 49), doctest::Contains("holds at most 64"),
-                         UsageError);
+    CHECK_THROWS_WITH_AS(check_fits_context(*m.target, 16, 49),
+                         doctest::Contains("holds at most 64"), UsageError);
     CHECK_NOTHROW(check_fits_context(*m.target, 16, 48));
   }
 

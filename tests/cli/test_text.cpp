@@ -38,13 +38,13 @@ TEST_SUITE("cli / text") {
   TEST_CASE("valid UTF-8 passes and the first bad byte is found") {
     CHECK(find_invalid_utf8("plain ascii") == std::string_view::npos);
     CHECK(find_invalid_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80") == std::string_view::npos);
-    CHECK(find_invalid_utf8("ab\xFF") == 2);             // never a valid byte
-    CHECK(find_invalid_utf8("a\xC3") == 1);              // truncated 2-byte sequence
-    CHECK(find_invalid_utf8("\xC0\xAF") == 0);           // overlong '/'
-    CHECK(find_invalid_utf8("x\xE0\x80\xAF") == 1);      // overlong 3-byte form
-    CHECK(find_invalid_utf8("\xED\xA0\x80") == 0);       // a UTF-16 surrogate
-    CHECK(find_invalid_utf8("\xF4\x90\x80\x80") == 0);   // past U+10FFFF
-    CHECK(find_invalid_utf8("ok\x80") == 2);             // a stray continuation byte
+    CHECK(find_invalid_utf8("ab\xFF") == 2);            // never a valid byte
+    CHECK(find_invalid_utf8("a\xC3") == 1);             // truncated 2-byte sequence
+    CHECK(find_invalid_utf8("\xC0\xAF") == 0);          // overlong '/'
+    CHECK(find_invalid_utf8("x\xE0\x80\xAF") == 1);     // overlong 3-byte form
+    CHECK(find_invalid_utf8("\xED\xA0\x80") == 0);      // a UTF-16 surrogate
+    CHECK(find_invalid_utf8("\xF4\x90\x80\x80") == 0);  // past U+10FFFF
+    CHECK(find_invalid_utf8("ok\x80") == 2);            // a stray continuation byte
   }
 
   TEST_CASE("require_utf8 names what was invalid and where") {
@@ -79,8 +79,8 @@ TEST_SUITE("cli / text") {
     auto codec = make_token_id_codec(100);
     const std::string out = capture([&](std::FILE* f) {
       TokenPrinter p(*codec, f, true);
-      p.print_round(round_of({5}, 0));         // a plain step
-      p.print_round(round_of({6, 7, 8}, 2));   // two accepted drafts, then the correction
+      p.print_round(round_of({5}, 0));        // a plain step
+      p.print_round(round_of({6, 7, 8}, 2));  // two accepted drafts, then the correction
       p.finish();
     });
     const std::string on = TokenPrinter::kHighlight;

@@ -23,10 +23,10 @@ std::string write_temp(const std::string& name, const std::string& content) {
 
 TEST_SUITE("cli / workloads") {
   TEST_CASE("a well-formed file loads with ids systems and turns") {
-    const std::string path = write_temp(
-        "ok.jsonl",
-        "{\"id\": \"a\", \"system\": \"S\", \"turns\": [\"q1\", \"q2\"]}\n\n"
-        "{\"id\": \"b\", \"turns\": [\"only\"], \"note\": \"ignored\"}\n");
+    const std::string path =
+        write_temp("ok.jsonl",
+                   "{\"id\": \"a\", \"system\": \"S\", \"turns\": [\"q1\", \"q2\"]}\n\n"
+                   "{\"id\": \"b\", \"turns\": [\"only\"], \"note\": \"ignored\"}\n");
     const Workload w = load_workload(path);
     REQUIRE(w.items.size() == 2);
     CHECK(w.items[0].id == "a");

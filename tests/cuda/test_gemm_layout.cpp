@@ -86,8 +86,8 @@ TEST_SUITE("cuda-host / GEMM layout") {
     CublasGemmArgs g = rowmajor_xwt(2, 8, 4);
     g.lda = 3;
     std::vector<float> a(64), b(64), c(64);
-    CHECK_THROWS_AS(reference_cublas_gemm(g, a.data(), a.size(), b.data(), b.size(), c.data(),
-                                          c.size()),
-                    std::invalid_argument);
+    CHECK_THROWS_AS(
+        reference_cublas_gemm(g, a.data(), a.size(), b.data(), b.size(), c.data(), c.size()),
+        std::invalid_argument);
   }
 }

@@ -125,7 +125,8 @@ TEST_SUITE("cuda-host / kernel arithmetic") {
           mx = std::fmax(mx, score[j]);
         }
         float sum = 0;
-        for (int j = 0; j < total; ++j) sum += score[j] == -INFINITY ? 0.0f : std::exp(score[j] - mx);
+        for (int j = 0; j < total; ++j)
+          sum += score[j] == -INFINITY ? 0.0f : std::exp(score[j] - mx);
         for (int d = 0; d < head_dim; ++d) {
           float acc = 0;
           for (int j = 0; j < total; ++j) {
@@ -137,12 +138,10 @@ TEST_SUITE("cuda-host / kernel arithmetic") {
         // The reference: explicit GQA group, explicit layout, keys 0..qpos only.
         const int g = h / (n_heads / n_kv);
         auto K = [&](int j, int d) {
-          return static_cast<double>(
-              cache_k[(((layer * n_kv) + g) * max_len + j) * head_dim + d]);
+          return static_cast<double>(cache_k[(((layer * n_kv) + g) * max_len + j) * head_dim + d]);
         };
         auto V = [&](int j, int d) {
-          return static_cast<double>(
-              cache_v[(((layer * n_kv) + g) * max_len + j) * head_dim + d]);
+          return static_cast<double>(cache_v[(((layer * n_kv) + g) * max_len + j) * head_dim + d]);
         };
         std::vector<double> s(qpos + 1);
         double smax = -1e300;

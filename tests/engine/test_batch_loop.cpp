@@ -183,8 +183,8 @@ TEST_SUITE("engine / batched speculative loop") {
       reqs[i].config.max_new_tokens = 4;
     }
     run_speculative_batch(batch, reqs, greedy_verify_rule(), BatchDecodeConfig{});
-    CHECK(batch.appended_rows == 18);      // all but each prompt's last token
-    CHECK(batch.extended_rows == 2 * 4);   // no drafter: one row per request per step
+    CHECK(batch.appended_rows == 18);     // all but each prompt's last token
+    CHECK(batch.extended_rows == 2 * 4);  // no drafter: one row per request per step
   }
 
   TEST_CASE("one target call per step feeds every active request's last token and drafts") {

@@ -69,8 +69,8 @@ TEST_SUITE("engine / ToyTarget") {
   }
 
   TEST_CASE("bad configuration and bad calls give clear errors") {
-    CHECK_THROWS_WITH_AS(ToyTarget(ToyTargetConfig{.vocab_size = 2}), doctest::Contains("vocab_size"),
-                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(ToyTarget(ToyTargetConfig{.vocab_size = 2}),
+                         doctest::Contains("vocab_size"), std::invalid_argument);
     CHECK_THROWS_AS(ToyTarget(ToyTargetConfig{.period = 1}), std::invalid_argument);
     CHECK_THROWS_AS(parse_toy_regime("weird"), std::invalid_argument);
     ToyTarget t(ToyTargetConfig{.vocab_size = 16, .period = 4, .max_length = 4});

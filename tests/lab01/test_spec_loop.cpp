@@ -116,8 +116,8 @@ TEST_SUITE("lab01 / Tokens per run: the metric") {
   TEST_CASE("the acceptance-length histogram and per-position counts add up") {
     const Run r = run_both(ToyRegime::markov, 1, 1, 4, 150);
     const auto& s = r.spec.stats;
-    const auto runs = std::accumulate(s.accept_length_hist.begin(), s.accept_length_hist.end(),
-                                      std::int64_t{0});
+    const auto runs =
+        std::accumulate(s.accept_length_hist.begin(), s.accept_length_hist.end(), std::int64_t{0});
     CHECK(runs == s.target_runs);
     std::int64_t weighted = 0;
     for (size_t a = 0; a < s.accept_length_hist.size(); ++a) {

@@ -23,7 +23,9 @@ TEST_SUITE("lab01 / Verifying: greedy") {
   TEST_CASE("first mismatch -> correction token, later drafts ignored") {
     const auto logits = logits_with_argmax({4, 9, 6, 7});
     const auto r = speclab::verify_greedy(V{4, 5, 6}, logits);
-    INFO("draft 5 disagrees with the target's 9: emit 9 and stop, even though draft 6 matches row 2");
+    INFO(
+        "draft 5 disagrees with the target's 9: emit 9 and stop, even though draft 6 matches row "
+        "2");
     CHECK(r.accepted == 1);
     CHECK(r.emitted == V{4, 9});
   }

@@ -30,7 +30,9 @@ inline Logits reference_llama_logits(const LlamaWeights& w, std::span<const Toke
   const int n = static_cast<int>(seq.size()), E = hp.n_embd, hd = hp.head_dim, F = hp.n_ff;
   const int qd = hp.n_head * hd;
   using Mat = std::vector<std::vector<float>>;
-  auto mat = [](int r, int c) { return Mat(static_cast<size_t>(r), std::vector<float>(static_cast<size_t>(c))); };
+  auto mat = [](int r, int c) {
+    return Mat(static_cast<size_t>(r), std::vector<float>(static_cast<size_t>(c)));
+  };
   auto project = [&](const QuantMatrix& m, const Mat& in) {  // out[t] = m . in[t]
     std::vector<float> flat;
     for (const auto& row : in) flat.insert(flat.end(), row.begin(), row.end());

@@ -23,7 +23,8 @@ std::vector<float> random_floats(int n, std::uint64_t seed, float scale) {
   std::vector<float> v(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     v[static_cast<size_t>(i)] =
-        (2.0f * static_cast<float>(uniform01(seed, 3, static_cast<std::uint64_t>(i))) - 1.0f) * scale;
+        (2.0f * static_cast<float>(uniform01(seed, 3, static_cast<std::uint64_t>(i))) - 1.0f) *
+        scale;
   }
   return v;
 }
@@ -68,7 +69,8 @@ std::vector<float> magnitudes(const QuantMatrix& w, const QuantizedActs& x) {
   return out;
 }
 
-QuantMatrix make_matrix(std::uint32_t type, int rows, int cols, const std::vector<std::uint8_t>& b) {
+QuantMatrix make_matrix(std::uint32_t type, int rows, int cols,
+                        const std::vector<std::uint8_t>& b) {
   QuantMatrix m;
   m.type = static_cast<GgmlType>(type);
   m.data = b.data();
@@ -235,7 +237,7 @@ TEST_SUITE("engine_forward / quantized matrix products") {
     QuantizedActs x;
     x.quantize(xf.data(), tokens, cols, cols);
     for (MatmulKernel k : {MatmulKernel::reference, MatmulKernel::scalar, MatmulKernel::simd,
-                          MatmulKernel::packed}) {
+                           MatmulKernel::packed}) {
       std::vector<float> y(static_cast<size_t>(tokens) * rows, -777.0f);
       matmul(k, w, x, y.data(), rows, 13, 29);
       int written = 0, stray = 0;
@@ -297,8 +299,8 @@ TEST_SUITE("engine_forward / the SwiGLU feed-forward") {
         const float tol = 4e-7f * std::fabs(want[static_cast<size_t>(i)]) + 1e-30f;
         if (!(std::fabs(got[static_cast<size_t>(i)] - want[static_cast<size_t>(i)]) <= tol)) {
           if (++bad <= 5) {
-            first += "  n=" + std::to_string(n) + " i=" + std::to_string(i) + " g=" +
-                     std::to_string(g[static_cast<size_t>(i)]) + ": got " +
+            first += "  n=" + std::to_string(n) + " i=" + std::to_string(i) +
+                     " g=" + std::to_string(g[static_cast<size_t>(i)]) + ": got " +
                      std::to_string(got[static_cast<size_t>(i)]) + " want " +
                      std::to_string(want[static_cast<size_t>(i)]) + "\n";
           }
@@ -315,7 +317,8 @@ TEST_SUITE("engine_forward / the SwiGLU feed-forward") {
       std::vector<float> parts = g;
       silu_mul(parts.data(), u.data(), at);
       silu_mul(parts.data() + at, u.data() + at, 45 - at);
-      for (int i = 0; i < 45; ++i) split_diff += parts[static_cast<size_t>(i)] != whole[static_cast<size_t>(i)];
+      for (int i = 0; i < 45; ++i)
+        split_diff += parts[static_cast<size_t>(i)] != whole[static_cast<size_t>(i)];
     }
     CHECK(split_diff == 0);
   }

@@ -82,8 +82,9 @@ CpuLlama& real_model() {
   if (!model) {
     const auto path = testing::find_smollm2();
     if (!path) {
-      testing::skip("the SmolLM2 model file is not in the cache: run tools/fetch_model (or set "
-                    "SPECLAB_MODEL)");
+      testing::skip(
+          "the SmolLM2 model file is not in the cache: run tools/fetch_model (or set "
+          "SPECLAB_MODEL)");
     }
     // One thread: ctest runs two test processes at once on a 2-core machine, and OpenMP's
     // spinning barriers crawl when threads outnumber cores. The thread split itself is tested on
@@ -231,9 +232,8 @@ TEST_SUITE("engine_forward / loading a Llama GGUF") {
 TEST_SUITE("engine_forward / the forward pass") {
   TEST_CASE("tiny models match a plain full-recompute reference for every kernel and type") {
     for (std::uint32_t type : {2u, 3u, 8u}) {
-      for (cpu::MatmulKernel kernel :
-           {cpu::MatmulKernel::reference, cpu::MatmulKernel::scalar, cpu::MatmulKernel::simd,
-            cpu::MatmulKernel::packed}) {
+      for (cpu::MatmulKernel kernel : {cpu::MatmulKernel::reference, cpu::MatmulKernel::scalar,
+                                       cpu::MatmulKernel::simd, cpu::MatmulKernel::packed}) {
         for (int threads : {1, 3}) {
           TinyLlamaSpec s;
           s.matrix_type = type;
@@ -296,7 +296,8 @@ TEST_SUITE("engine_forward / the KV cache and rollback") {
     Logits pieces(1100, 96);
     for (int at = 0; at < 1100; at += 300) {
       const int m = std::min(300, 1100 - at);
-      const Logits l = t.target->extend(std::span(seq).subspan(static_cast<size_t>(at), static_cast<size_t>(m)));
+      const Logits l =
+          t.target->extend(std::span(seq).subspan(static_cast<size_t>(at), static_cast<size_t>(m)));
       std::copy(l.data(), l.data() + static_cast<size_t>(m) * 96, pieces.row(at).data());
     }
     CHECK(max_abs_diff(all, pieces) <= 1e-5);
@@ -346,8 +347,8 @@ TEST_SUITE("engine_forward / the KV cache and rollback") {
     s.n_ctx = 64;
     Tiny t = make_tiny(s);
     t.target->extend(ids(60, 96, 6));
-    CHECK_THROWS_WITH_AS(t.target->extend(ids(5, 96, 7)), doctest::Contains("maximum context of 64"),
-                         ContextOverflow);
+    CHECK_THROWS_WITH_AS(t.target->extend(ids(5, 96, 7)),
+                         doctest::Contains("maximum context of 64"), ContextOverflow);
     CHECK(t.target->length() == 60);
     t.target->extend(ids(4, 96, 7));  // exactly full is fine
     CHECK(t.target->length() == 64);
@@ -439,9 +440,13 @@ SelfNoise llama_cpp_self_noise() {
       }
       const auto& sid = s.step_ids[p];
       const auto& slog = s.step_logits[p];
-      add_shifted_diffs(common_ids, common_vals, [&](Token id) {
-        return static_cast<double>(slog[static_cast<size_t>(std::find(sid.begin(), sid.end(), id) - sid.begin())]);
-      }, sn.diff);
+      add_shifted_diffs(
+          common_ids, common_vals,
+          [&](Token id) {
+            return static_cast<double>(
+                slog[static_cast<size_t>(std::find(sid.begin(), sid.end(), id) - sid.begin())]);
+          },
+          sn.diff);
     }
   }
   return sn;
@@ -483,8 +488,8 @@ TEST_SUITE("engine_forward / checking against llama.cpp") {
 
   TEST_CASE("llama.cpp's one-pass and one-token-at-a-time logits differ only by rounding") {
     const SelfNoise sn = llama_cpp_self_noise();
-    MESSAGE("llama.cpp against itself: top-1 ", sn.top1_same, " / ", sn.positions,
-            ", mean |diff| ", sn.diff.mean(), ", max |diff| ", sn.diff.worst);
+    MESSAGE("llama.cpp against itself: top-1 ", sn.top1_same, " / ", sn.positions, ", mean |diff| ",
+            sn.diff.mean(), ", max |diff| ", sn.diff.worst);
     CHECK(sn.positions >= 500);
     // The fixture's two passes must be of the same model and settings: a rounding-level
     // difference, not a different computation.
@@ -550,9 +555,9 @@ TEST_SUITE("engine_forward / checking against llama.cpp") {
       const Logits l = m.extend(s.tokens);
       for (int p = 0; p < l.rows(); ++p) {
         double worst_here = 0;
-        add_shifted_diffs(s.top_ids[p], s.top_logits[p],
-                          [&](Token id) { return static_cast<double>(l.row(p)[id]); }, diff,
-                          &worst_here);
+        add_shifted_diffs(
+            s.top_ids[p], s.top_logits[p],
+            [&](Token id) { return static_cast<double>(l.row(p)[id]); }, diff, &worst_here);
         if (worst_here > kLogitTol && firsts.size() < 800) {
           firsts += "  " + s.name + " pos " + std::to_string(p) + ": max |diff| " +
                     std::to_string(worst_here) + "\n";

@@ -2,11 +2,11 @@
 // This file is also built with AddressSanitizer (gguf_fuzz_asan) so the fuzz cases prove that no
 // malformed file reads out of bounds.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -91,8 +91,8 @@ TEST_SUITE("model / GGUF reader") {
     GgufWriter w;
     w.tensor("x", 6 /* Q5_0 */, {32}, std::vector<std::uint8_t>(22));
     const auto bytes = w.build();
-    CHECK_THROWS_WITH_AS(GgufFile::parse(bytes), doctest::Contains("tensor 'x' has tensor type type 6"),
-                         GgufError);
+    CHECK_THROWS_WITH_AS(GgufFile::parse(bytes),
+                         doctest::Contains("tensor 'x' has tensor type type 6"), GgufError);
   }
 
   TEST_CASE("a tensor whose extent runs past the end of the file is rejected") {

@@ -30,9 +30,9 @@ TEST_SUITE("model / quantization") {
     CHECK(fp32_to_fp16(65520.0f) == 0x7c00);  // the halfway point to 2^16 rounds to infinity
     CHECK(fp32_to_fp16(1e-8f) == 0x0000);
     CHECK(fp32_to_fp16(-0.0f) == 0x8000);
-    CHECK(fp32_to_fp16(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
-    CHECK(fp32_to_fp16(std::ldexp(1.0f, -25)) == 0x0000);  // a tie: rounds to even (zero)
-    CHECK(fp32_to_fp16(std::ldexp(3.0f, -25)) == 0x0002);  // 1.5 ulps: ties to even (2)
+    CHECK(fp32_to_fp16(std::ldexp(1.0f, -24)) == 0x0001);         // smallest subnormal
+    CHECK(fp32_to_fp16(std::ldexp(1.0f, -25)) == 0x0000);         // a tie: rounds to even (zero)
+    CHECK(fp32_to_fp16(std::ldexp(3.0f, -25)) == 0x0002);         // 1.5 ulps: ties to even (2)
     CHECK(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);  // tie: even mantissa stays
     CHECK(fp32_to_fp16(1.0f + std::ldexp(3.0f, -11)) == 0x3c02);  // tie: odd mantissa rounds up
     CHECK(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)) == 0x3c01);

@@ -9,9 +9,18 @@ namespace speclab::testing {
 
 class GgufWriter {
  public:
-  void kv_u32(const std::string& key, std::uint32_t v) { key_(key, 4); put(v); }
-  void kv_f32(const std::string& key, float v) { key_(key, 6); put(v); }
-  void kv_string(const std::string& key, const std::string& v) { key_(key, 8); str(v); }
+  void kv_u32(const std::string& key, std::uint32_t v) {
+    key_(key, 4);
+    put(v);
+  }
+  void kv_f32(const std::string& key, float v) {
+    key_(key, 6);
+    put(v);
+  }
+  void kv_string(const std::string& key, const std::string& v) {
+    key_(key, 8);
+    str(v);
+  }
   void kv_strings(const std::string& key, const std::vector<std::string>& v) {
     key_(key, 9);
     put(std::uint32_t{8});
@@ -35,13 +44,17 @@ class GgufWriter {
     auto w = [&](const void* p, size_t n) { append(out, p, n); };
     const std::uint32_t magic = 0x46554747, version = 3;
     const std::uint64_t nt = tensors_.size(), nkv = n_kv_;
-    w(&magic, 4); w(&version, 4); w(&nt, 8); w(&nkv, 8);
+    w(&magic, 4);
+    w(&version, 4);
+    w(&nt, 8);
+    w(&nkv, 8);
     w(kv_.data(), kv_.size());
     std::uint64_t offset = 0;
     std::vector<std::uint64_t> offsets;
     for (const auto& t : tensors_) {
       const std::uint64_t len = t.name.size();
-      w(&len, 8); w(t.name.data(), len);
+      w(&len, 8);
+      w(t.name.data(), len);
       const auto nd = static_cast<std::uint32_t>(t.shape.size());
       w(&nd, 4);
       for (auto d : t.shape) w(&d, 8);
@@ -74,7 +87,9 @@ class GgufWriter {
     std::memcpy(out.data() + old, p, n);
   }
   template <typename X>
-  void put(X v) { append(kv_, &v, sizeof v); }
+  void put(X v) {
+    append(kv_, &v, sizeof v);
+  }
   void str(const std::string& s) {
     put(static_cast<std::uint64_t>(s.size()));
     append(kv_, s.data(), s.size());

@@ -20,11 +20,11 @@ struct TinyLlamaSpec {
   int n_vocab = 96, n_embd = 64, n_layer = 2, n_ff = 96, n_head = 4, n_head_kv = 2;
   int n_ctx = 64;
   float rope_base = 10000.0f, rms_eps = 1e-5f;
-  std::uint32_t matrix_type = 3;   // ggml id: 2 Q4_0, 3 Q4_1, 8 Q8_0
+  std::uint32_t matrix_type = 3;  // ggml id: 2 Q4_0, 3 Q4_1, 8 Q8_0
   std::uint32_t embd_type = 8;
-  bool tied = true;                // no output.weight
+  bool tied = true;  // no output.weight
   std::uint64_t seed = 1;
-  std::set<std::string> omit;      // metadata keys or tensor names to leave out
+  std::set<std::string> omit;  // metadata keys or tensor names to leave out
   std::map<std::string, std::vector<std::uint64_t>> shape_override;  // tensor -> ggml shape
   std::map<std::string, std::uint32_t> type_override;                // tensor -> ggml type id
 };
@@ -62,7 +62,8 @@ inline std::vector<std::uint8_t> random_matrix_bytes(std::uint32_t type, int row
   for (long long blk = 0; blk < n / 32; ++blk) {
     if (type == 8) {  // Q8_0
       put16(half(scale / 127.0f * (0.5f + u())));
-      for (int i = 0; i < 32; ++i) out.push_back(static_cast<std::uint8_t>(static_cast<int>(u() * 255) - 127));
+      for (int i = 0; i < 32; ++i)
+        out.push_back(static_cast<std::uint8_t>(static_cast<int>(u() * 255) - 127));
     } else {  // Q4_0 / Q4_1
       put16(half(scale / 8.0f * (0.5f + u())));
       if (type == 3) put16(half(-scale * (0.5f + 0.5f * u())));
@@ -111,7 +112,8 @@ inline std::vector<std::uint8_t> build_tiny_llama(const TinyLlamaSpec& s) {
     if (s.omit.count(name)) return;
     std::vector<std::uint8_t> b;
     for (int i = 0; i < s.n_embd; ++i) {
-      const float f = 1.0f + 0.25f * static_cast<float>(uniform01(seed, 9, static_cast<std::uint64_t>(i), 0));
+      const float f =
+          1.0f + 0.25f * static_cast<float>(uniform01(seed, 9, static_cast<std::uint64_t>(i), 0));
       std::uint8_t x[4];
       std::memcpy(x, &f, 4);
       b.insert(b.end(), x, x + 4);

@@ -2,7 +2,6 @@
 // relative to one decode step, k = 1..8, as medians. Needs a CUDA GPU; exits 2 with the reason
 // where there is none. Not a test.
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -27,7 +26,8 @@ int main(int argc, char** argv) {
   std::string model;
   int prompt_len = 128, repeats = 20, kmax = 8;
   app.add_option("--model", model, "GGUF file")->required();
-  app.add_option("--prompt", prompt_len, "context tokens before measuring")->check(CLI::Range(1, 4096));
+  app.add_option("--prompt", prompt_len, "context tokens before measuring")
+      ->check(CLI::Range(1, 4096));
   app.add_option("--repeats", repeats, "repeats per measurement")->check(CLI::Range(1, 10000));
   app.add_option("--kmax", kmax, "largest k")->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
@@ -56,9 +56,10 @@ int main(int argc, char** argv) {
     };
     cost(1);  // warm-up
     const double decode = cost(1);
-    std::printf("CudaLlama on %s\n  prefill %d tokens: %.1f tokens/s\n  decode: %.1f tokens/s "
-                "(%.3f ms per step)\n\n  k  verify(k+1)/decode\n",
-                model.c_str(), prompt_len, prompt_len / prefill, 1.0 / decode, decode * 1e3);
+    std::printf(
+        "CudaLlama on %s\n  prefill %d tokens: %.1f tokens/s\n  decode: %.1f tokens/s "
+        "(%.3f ms per step)\n\n  k  verify(k+1)/decode\n",
+        model.c_str(), prompt_len, prompt_len / prefill, 1.0 / decode, decode * 1e3);
     for (int k = 1; k <= kmax; ++k) std::printf("%3d  %.2f\n", k, cost(k + 1) / decode);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "speclab_bench_cuda: %s\n", e.what());

@@ -8,11 +8,10 @@
 //
 // The output is plain text, or one JSON object with --json (tools/bench_model.py reads it).
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -35,8 +34,7 @@ double now_s() {
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
   }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double median(std::vector<double> v) {
@@ -67,9 +65,11 @@ int main(int argc, char** argv) {
   bool json = false;
   app.add_option("--model", model, "GGUF file")->required();
   app.add_option("--threads", threads, "worker threads")->check(CLI::Range(1, 256));
-  app.add_option("--prompt", prompt_len, "prompt tokens for the prefill")->check(CLI::Range(1, 4096));
+  app.add_option("--prompt", prompt_len, "prompt tokens for the prefill")
+      ->check(CLI::Range(1, 4096));
   app.add_option("--decode", decode_steps, "decode steps per repeat")->check(CLI::Range(1, 4096));
-  app.add_option("--repeats", repeats, "repeats (medians are taken over them)")->check(CLI::Range(1, 1000));
+  app.add_option("--repeats", repeats, "repeats (medians are taken over them)")
+      ->check(CLI::Range(1, 1000));
   app.add_option("--kmax", kmax, "largest k for the verify-pass cost")->check(CLI::Range(1, 64));
   app.add_flag("--json", json, "print one JSON object");
   app.add_flag("--cpu-time", g_cpu_time,
@@ -165,13 +165,16 @@ int main(int argc, char** argv) {
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  std::printf("CpuLlama on %s\n  kernel %s, %d threads, prompt %d tokens, medians of %d repeats"
-              " (%s)\n", model.c_str(), cpu::packed_kernel_name(), threads, prompt_len, repeats,
-              g_cpu_time ? "process CPU time" : "wall clock");
+  std::printf(
+      "CpuLlama on %s\n  kernel %s, %d threads, prompt %d tokens, medians of %d repeats"
+      " (%s)\n",
+      model.c_str(), cpu::packed_kernel_name(), threads, prompt_len, repeats,
+      g_cpu_time ? "process CPU time" : "wall clock");
   std::printf("  prefill  %8.1f tokens/s\n", prefill_tps);
   std::printf("  decode   %8.1f tokens/s  (%.2f ms per step)\n", 1.0 / step_s, step_s * 1e3);
-  std::printf("  verify pass of k+1 tokens, cost relative to one decode step (median of the\n"
-              "  per-repeat ratios, and their range):\n");
+  std::printf(
+      "  verify pass of k+1 tokens, cost relative to one decode step (median of the\n"
+      "  per-repeat ratios, and their range):\n");
   for (const auto& e : v) {
     std::printf("    k=%d  %2d tokens  %7.2f ms  %5.2fx  (%.2f-%.2f)\n", e["k"].get<int>(),
                 e["tokens"].get<int>(), e["ms"].get<double>(),

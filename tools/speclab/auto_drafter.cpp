@@ -42,8 +42,7 @@ AutoDrafter::AutoDrafter(std::unique_ptr<Drafter> inner, AutoPolicyConfig config
 
 double AutoDrafter::now() const {
   if (config_.clock) return config_.clock();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::string AutoDrafter::name() const { return "auto(" + inner_->name() + ")"; }
@@ -123,8 +122,7 @@ void AutoDrafter::learn_acceptance(int offered, int kept) {
 void AutoDrafter::learn_cost(int width, double seconds) {
   if (!(seconds > 0.0)) return;
   if (width == 1) {
-    t1_ = t1_ > 0.0 ? (1 - kCostRate) * t1_ + kCostRate * std::min(seconds, kClip * t1_)
-                    : seconds;
+    t1_ = t1_ > 0.0 ? (1 - kCostRate) * t1_ + kCostRate * std::min(seconds, kClip * t1_) : seconds;
     return;
   }
   if (!(t1_ > 0.0)) return;  // a slope needs t(1)

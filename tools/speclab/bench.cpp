@@ -13,20 +13,20 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <stdexcept>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "bench_report.h"
-#include "user_files.h"
 #include "commands.h"
 #include "factory.h"
 #include "mini_engine/spec/batch_loop.h"
 #include "mini_engine/targets/toy_target.h"
 #include "progress.h"
+#include "user_files.h"
 #include "workloads.h"
 
 namespace speclab::cli {
@@ -47,7 +47,7 @@ struct BenchOptions {
   std::string csv = "out/bench.csv";
   std::string json = "out/bench.json";
   bool no_progress = false;
-  std::string clock = "wall";  // wall | cpu (this process's CPU time)
+  std::string clock = "wall";   // wall | cpu (this process's CPU time)
   std::vector<int> batches;     // --batch: batch sizes to run (batched mode); empty: off
   bool json_given = false;      // --json was on the command line (batched mode writes no JSON)
   bool corrupt_verify = false;  // hidden: breaks the verify rule, to test the identity check
@@ -101,8 +101,8 @@ Workload toy_workload(const std::string& name, const Model& model) {
   w.path = "(built in)";
   for (int i = 0; i < 8; ++i) {
     const int length = 8 + 4 * i;
-    w.items.push_back({"len" + std::to_string(length), "",
-                       {model.codec->decode(toy->make_prompt(length))}});
+    w.items.push_back(
+        {"len" + std::to_string(length), "", {model.codec->decode(toy->make_prompt(length))}});
   }
   return w;
 }
@@ -203,8 +203,8 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
   const bool cpu_clock = o.clock == "cpu";
   std::vector<BatchCaseResult> results;
   int mismatches = 0;
-  const long total = static_cast<long>(workloads.size() * o.batches.size() * (1 + cases.size())) *
-                     o.repeats;
+  const long total =
+      static_cast<long>(workloads.size() * o.batches.size() * (1 + cases.size())) * o.repeats;
   ProgressBar progress(total, !o.no_progress && isatty(fileno(stderr)) != 0);
   for (const Workload& w : workloads) {
     for (int b : o.batches) {
@@ -304,19 +304,20 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
     }
     return median(v);
   };
-  std::printf("speclab bench --batch: %s, LAB_IMPL=%s, max-new-tokens %d, %d repeats, %s clock\n"
-              "first turns only: %d requests (the workload's conversations in turn) at every batch "
-              "size B, decoded in consecutive batches of B\n\n",
-              model.description.c_str(), lab_impl(), o.max_new_tokens, o.repeats, o.clock.c_str(),
-              total_requests);
+  std::printf(
+      "speclab bench --batch: %s, LAB_IMPL=%s, max-new-tokens %d, %d repeats, %s clock\n"
+      "first turns only: %d requests (the workload's conversations in turn) at every batch "
+      "size B, decoded in consecutive batches of B\n\n",
+      model.description.c_str(), lab_impl(), o.max_new_tokens, o.repeats, o.clock.c_str(),
+      total_requests);
   std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s\n", "workload", "drafter", "k", "n",
               "batch", "AL", "plain/s", "spec/s", "speedup", "decode");
   for (const BatchCaseResult& r : results) {
     const double reps = static_cast<double>(r.base_seconds.size());
-    const double base_tps = static_cast<double>(r.base_emitted) /
-                            std::max(1e-9, reps * median(r.base_seconds));
-    const double spec_tps = static_cast<double>(r.emitted) /
-                            std::max(1e-9, reps * median(r.spec_seconds));
+    const double base_tps =
+        static_cast<double>(r.base_emitted) / std::max(1e-9, reps * median(r.base_seconds));
+    const double spec_tps =
+        static_cast<double>(r.emitted) / std::max(1e-9, reps * median(r.spec_seconds));
     std::printf("%-12s %-14s %3d %3s %5d %6.2f %8.1f %8.1f %7.2fx %6.2fx%s\n", r.workload.c_str(),
                 r.drafter.c_str(), r.k, r.n > 0 ? std::to_string(r.n).c_str() : "-", r.batch,
                 r.runs ? static_cast<double>(r.emitted) / static_cast<double>(r.runs) : 0.0,
@@ -324,21 +325,24 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
                 r.spec_decode > 0 ? r.base_decode / r.spec_decode : 0.0,
                 r.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
   }
-  std::printf("\nAL: tokens per target run, per request. plain/s, spec/s: tokens per second over "
-              "the whole batch (median run). speedup: plain time / speculative time, median over "
-              "repeats. decode: the same without the batched prefill. Both on the %s clock.\n",
-              o.clock.c_str());
+  std::printf(
+      "\nAL: tokens per target run, per request. plain/s, spec/s: tokens per second over "
+      "the whole batch (median run). speedup: plain time / speculative time, median over "
+      "repeats. decode: the same without the batched prefill. Both on the %s clock.\n",
+      o.clock.c_str());
   std::fflush(stdout);
   if (!o.csv.empty()) {
     open_output_file(o.csv, "--csv").close();  // creates its folder, names a failure
     std::FILE* f = std::fopen(o.csv.c_str(), "w");
     if (f == nullptr) throw std::runtime_error("bench: cannot write " + o.csv);
-    std::fprintf(f, "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
-                    "batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
-                    "spec_seconds_median,speedup_median,decode_speedup,mismatches\n");
+    std::fprintf(f,
+                 "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
+                 "batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
+                 "spec_seconds_median,speedup_median,decode_speedup,mismatches\n");
     for (const BatchCaseResult& r : results) {
-      std::fprintf(f, "\"%s\",%s,%s,%d,%d,%s,%s,\"%s\",%d,%d,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,"
-                      "%.4f,%.4f,%d\n",
+      std::fprintf(f,
+                   "\"%s\",%s,%s,%d,%d,%s,%s,\"%s\",%d,%d,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,"
+                   "%.4f,%.4f,%d\n",
                    model.description.c_str(), lab_impl(), o.clock.c_str(), o.max_new_tokens,
                    o.repeats, r.workload.c_str(), r.drafter.c_str(), r.drafter_name.c_str(), r.k,
                    r.n, r.batch,
@@ -361,7 +365,8 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
 
 int run_bench(const BenchOptions& o) {
   if (!o.batches.empty() && o.json_given && !o.json.empty()) {
-    throw UsageError("--json: batched mode (--batch) writes its results to --csv only; drop --json");
+    throw UsageError(
+        "--json: batched mode (--batch) writes its results to --csv only; drop --json");
   }
   const std::vector<Case> cases = make_cases(o);
   if (cases.empty()) throw UsageError("bench: no case to run (check --drafter, --k and --n)");
@@ -446,9 +451,11 @@ int run_bench(const BenchOptions& o) {
                          "': the prompt and max-new-tokens do not fit the model's context of " +
                          std::to_string(m.target->max_length()) + " tokens");
       }
-      for (const Case& cs : cases) check_n_fits(cs.drafter, *m.target, first.size(), o.max_new_tokens);
+      for (const Case& cs : cases)
+        check_n_fits(cs.drafter, *m.target, first.size(), o.max_new_tokens);
     }
-    total_runs += static_cast<long>(w.items.size()) * static_cast<long>(2 * cases.size()) * o.repeats;
+    total_runs +=
+        static_cast<long>(w.items.size()) * static_cast<long>(2 * cases.size()) * o.repeats;
   }
 
   if (!o.batches.empty()) {
@@ -599,7 +606,8 @@ void add_bench(CLI::App& app) {
                   "Write the results as JSON here, creating its folder ('' = do not). "
                   "Checked before the run")
       ->capture_default_str();
-  cmd->add_flag("--no-progress", o->no_progress, "No progress bar (it is drawn only on a terminal)");
+  cmd->add_flag("--no-progress", o->no_progress,
+                "No progress bar (it is drawn only on a terminal)");
   cmd->add_option("--clock", o->clock,
                   "How runs are timed: wall (elapsed time, what a user waits for) or cpu (this "
                   "process's CPU time: steadier on a machine shared with other jobs; use it with "

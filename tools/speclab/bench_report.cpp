@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <stdexcept>
-
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "user_files.h"
 
@@ -100,10 +99,9 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
                meta.model.c_str(), meta.lab_impl.c_str(),
                meta.temperature == 0.0 ? "greedy" : "sampled", meta.max_new_tokens, meta.repeats,
                meta.clock.c_str());
-  std::fprintf(out, "%-16s %-14s %3s %3s %6s %11s %6s %6s %8s %9s %9s %8s %7s  %s\n",
-               "workload", "drafter", "k", "n", "AL", "AL range", multi_turn ? "AL t2+" : "",
-               "acc%", "draft", "plain", "spec", "speedup", "decode",
-               "acceptance by draft position");
+  std::fprintf(out, "%-16s %-14s %3s %3s %6s %11s %6s %6s %8s %9s %9s %8s %7s  %s\n", "workload",
+               "drafter", "k", "n", "AL", "AL range", multi_turn ? "AL t2+" : "", "acc%", "draft",
+               "plain", "spec", "speedup", "decode", "acceptance by draft position");
   const std::string clock = "(" + meta.clock + ")";
   std::fprintf(out, "%-16s %-14s %3s %3s %6s %11s %6s %6s %8s %9s %9s %8s %7s\n", "", "", "", "",
                "tok/run", "by prompt", "", "", "us/tok", "tok/s", "tok/s", clock.c_str(), "only");
@@ -123,11 +121,9 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
                  "%-16s %-14s %3d %3s %6.2f %11s %6s %5.1f%% %8.1f %9.1f %9.1f %7.2fx %6.2fx  "
                  "%s%s\n",
                  c.workload.c_str(), c.drafter.c_str(), c.k, n_text, c.spec.tokens_per_run(),
-                 c.al_range().c_str(), t2,
-                 100.0 * c.spec.acceptance_rate(), c.draft_us_per_token(),
+                 c.al_range().c_str(), t2, 100.0 * c.spec.acceptance_rate(), c.draft_us_per_token(),
                  c.base_tokens_per_second(), c.spec_tokens_per_second(), c.speedup_median(),
-                 c.decode_speedup(),
-                 acceptance_by_position(c.spec, " ", 2).c_str(),
+                 c.decode_speedup(), acceptance_by_position(c.spec, " ", 2).c_str(),
                  c.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
   }
   std::fprintf(out,
@@ -144,7 +140,8 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
 void write_csv(const std::string& path, const BenchMeta& meta,
                const std::vector<CaseResult>& cases) {
   std::ofstream out = open_output_file(path, "bench output");
-  out << "model,lab_impl,clock,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
+  out << "model,lab_impl,clock,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,k,"
+         "n,"
          "target_runs,drafted,accepted,emitted,tokens_per_run,acceptance_rate,"
          "tokens_per_run_by_conversation,acceptance_by_position,tokens_per_run_turn2plus,"
          "draft_us_per_token,"
@@ -163,18 +160,17 @@ void write_csv(const std::string& path, const BenchMeta& meta,
     const std::string base_s = joined(c.base_seconds);
     const std::string spec_s = joined(c.spec_seconds);
     out << csv_field(meta.model) << ',' << meta.lab_impl << ',' << meta.clock << ','
-        << meta.temperature << ','
-        << meta.max_new_tokens << ',' << meta.repeats << ',' << csv_field(c.workload) << ','
-        << c.drafter << ',' << csv_field(c.drafter_name) << ',' << c.k << ',' << c.n << ','
-        << c.spec.target_runs << ',' << c.spec.drafted << ',' << c.spec.accepted << ','
-        << c.spec.emitted << ',' << c.spec.tokens_per_run() << ',' << c.spec.acceptance_rate()
-        << ',' << joined(c.conversation_al()) << ',' << acceptance_by_position(c.spec, ";", 4) << ','
+        << meta.temperature << ',' << meta.max_new_tokens << ',' << meta.repeats << ','
+        << csv_field(c.workload) << ',' << c.drafter << ',' << csv_field(c.drafter_name) << ','
+        << c.k << ',' << c.n << ',' << c.spec.target_runs << ',' << c.spec.drafted << ','
+        << c.spec.accepted << ',' << c.spec.emitted << ',' << c.spec.tokens_per_run() << ','
+        << c.spec.acceptance_rate() << ',' << joined(c.conversation_al()) << ','
+        << acceptance_by_position(c.spec, ";", 4) << ','
         << (c.spec_later_turns.target_runs > 0 ? std::to_string(c.spec_later_turns.tokens_per_run())
                                                : std::string())
         << ',' << c.draft_us_per_token() << ',' << c.base_tokens_per_second() << ','
-        << c.spec_tokens_per_second() << ',' << c.speedup_median() << ','
-        << c.decode_speedup() << ',' << base_s << ','
-        << spec_s << ',' << (c.mismatches == 0 ? "true" : "false") << ','
+        << c.spec_tokens_per_second() << ',' << c.speedup_median() << ',' << c.decode_speedup()
+        << ',' << base_s << ',' << spec_s << ',' << (c.mismatches == 0 ? "true" : "false") << ','
         << c.spec_later_turns.target_runs << ',' << c.spec_later_turns.emitted << '\n';
   }
   if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");

@@ -14,20 +14,20 @@ struct CaseResult {
   std::string drafter;       // the --drafter value
   std::string drafter_name;  // Drafter::name(), with its parameters
   int k = 0;
-  int n = 0;                 // 0 when the drafter has no n
-  SpecStats spec;            // summed over items, turns and repeats
+  int n = 0;                   // 0 when the drafter has no n
+  SpecStats spec;              // summed over items, turns and repeats
   SpecStats spec_later_turns;  // the same, turns 2.. only (multi-turn workloads)
-  SpecStats base;            // plain decoding, summed likewise
+  SpecStats base;              // plain decoding, summed likewise
   // Per conversation of the workload, in order: tokens emitted and target runs, summed over
   // turns and repeats. Their ratios are the spread behind the mean AL: with a few prompts a
   // workload, one near-tie that turns a reply moves the mean; compare drafters against this.
   std::vector<std::int64_t> conversation_emitted, conversation_runs;
   std::vector<double> base_seconds;  // per repeat: plain decoding's time over the workload
   std::vector<double> spec_seconds;  // per repeat: speculative decoding's (BenchMeta::clock)
-  int mismatches = 0;        // outputs that differed from plain decoding (must be 0)
-  std::string first_mismatch;  // where the first one was
+  int mismatches = 0;                // outputs that differed from plain decoding (must be 0)
+  std::string first_mismatch;        // where the first one was
 
-  double speedup_median() const;   // median over repeats of base_seconds / spec_seconds
+  double speedup_median() const;          // median over repeats of base_seconds / spec_seconds
   double base_tokens_per_second() const;  // median over repeats
   double spec_tokens_per_second() const;
   double draft_us_per_token() const;  // drafter time per emitted token, microseconds
@@ -59,7 +59,8 @@ double median(std::vector<double> values);
 void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseResult>& cases);
 // Writes the results as CSV / JSON to `path` (parent folders are created). Throws
 // std::runtime_error when the file cannot be written.
-void write_csv(const std::string& path, const BenchMeta& meta, const std::vector<CaseResult>& cases);
+void write_csv(const std::string& path, const BenchMeta& meta,
+               const std::vector<CaseResult>& cases);
 void write_json(const std::string& path, const BenchMeta& meta,
                 const std::vector<CaseResult>& cases);
 

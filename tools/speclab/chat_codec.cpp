@@ -8,11 +8,10 @@
 #include <optional>
 #include <string>
 
-#include "mini_engine/model/gguf.h"
-#include "text.h"
-
 #include "mini_engine/model/chat_template.h"
+#include "mini_engine/model/gguf.h"
 #include "mini_engine/model/tokenizer.h"
+#include "text.h"
 
 namespace speclab::cli {
 
@@ -61,8 +60,9 @@ class ChatMLCodec final : public TextCodec {
  private:
   Token control(const char* text) const {
     const auto id = tok_.find(text);
-    if (!id) throw UsageError(std::string("the model's vocabulary has no ") + text +
-                              " token, so its chat template is not ChatML");
+    if (!id)
+      throw UsageError(std::string("the model's vocabulary has no ") + text +
+                       " token, so its chat template is not ChatML");
     return *id;
   }
   void append_text(std::vector<Token>& out, std::string_view text) const {

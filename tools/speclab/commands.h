@@ -17,7 +17,8 @@ void add_chat(CLI::App& app);
 // `speclab bench`: workloads x drafters x parameters x repeats, checked against plain decoding.
 void add_bench(CLI::App& app);
 
-// `speclab trace`: one JSON line per verify round (tools/speclab/trace_record.h documents the fields).
+// `speclab trace`: one JSON line per verify round (tools/speclab/trace_record.h documents the
+// fields).
 void add_trace(CLI::App& app);
 
 }  // namespace speclab::cli

@@ -22,8 +22,8 @@ constexpr const char* kDemoPrompt = "js-let-to-const";  // in data/workloads/cod
 struct DemoOptions {
   std::string model = "auto";  // auto | smollm2 | toy
   int k = 5;
-  int n = 0;                   // 0: 2 on the toy target, 3 on SmolLM2
-  int max_new_tokens = 0;      // 0: 256 on the toy target, 120 on SmolLM2
+  int n = 0;               // 0: 2 on the toy target, 3 on SmolLM2
+  int max_new_tokens = 0;  // 0: 256 on the toy target, 120 on SmolLM2
   int threads = 0;
   std::uint64_t seed = 0;
   bool no_color = false;
@@ -60,9 +60,10 @@ bool demo_regime(ToyRegime regime, const DemoOptions& o, int max_new_tokens) {
 
 bool toy_demo(const DemoOptions& o) {
   const int max_new = o.max_new_tokens > 0 ? o.max_new_tokens : 256;
-  std::printf("SpecLab demo: greedy decoding of %d tokens on the toy target, prompt lookup n=%d, "
-              "k=%d\n\n",
-              max_new, o.n > 0 ? o.n : 2, o.k);
+  std::printf(
+      "SpecLab demo: greedy decoding of %d tokens on the toy target, prompt lookup n=%d, "
+      "k=%d\n\n",
+      max_new, o.n > 0 ? o.n : 2, o.k);
   std::printf("%-9s %7s %7s %9s %11s  %s\n", "regime", "plain", "spec", "tokens/", "target-run",
               "output vs");
   std::printf("%-9s %7s %7s %9s %11s  %s\n", "", "runs", "runs", "run", "reduction", "plain");
@@ -70,8 +71,9 @@ bool toy_demo(const DemoOptions& o) {
   for (ToyRegime r : {ToyRegime::periodic, ToyRegime::markov, ToyRegime::random}) {
     ok = demo_regime(r, o, max_new) && ok;
   }
-  std::printf("\nTokens per run = emitted tokens / target runs. Periodic text is easy to guess;\n"
-              "random text cannot be guessed at all, so speculation saves nothing there.\n");
+  std::printf(
+      "\nTokens per run = emitted tokens / target runs. Periodic text is easy to guess;\n"
+      "random text cannot be guessed at all, so speculation saves nothing there.\n");
   return ok;
 }
 
@@ -109,12 +111,12 @@ bool model_demo(Model& model, const DemoOptions& o) {
   d.n = n;
   std::unique_ptr<Drafter> drafter = make_drafter(d, o.k);
   const bool color = !o.no_color && color_wanted(stdout);
-  std::printf("assistant (speculative%s)>\n",
-              color ? std::string(", ").append(TokenPrinter::kHighlight)
-                          .append("accepted drafts")
-                          .append(TokenPrinter::kReset)
-                          .c_str()
-                    : "");
+  std::printf("assistant (speculative%s)>\n", color ? std::string(", ")
+                                                          .append(TokenPrinter::kHighlight)
+                                                          .append("accepted drafts")
+                                                          .append(TokenPrinter::kReset)
+                                                          .c_str()
+                                                    : "");
   TokenPrinter printer(*model.codec, stdout, color, dc.stop_tokens);
   dc.on_round = [&](const RoundRecord& r) { printer.print_round(r); };
   model.target->truncate(0);
@@ -134,12 +136,13 @@ bool model_demo(Model& model, const DemoOptions& o) {
                 static_cast<long long>(r->stats.target_runs), r->stats.tokens_per_run(),
                 static_cast<double>(r->stats.emitted) / decode_s(*r));
   }
-  std::printf("\nDecode speedup %.2fx (prefill excluded); the speculative output is %s to plain "
-              "decoding.\n",
-              decode_s(base) / decode_s(spec),
-              same ? "identical" : "NOT identical");
-  std::printf("More: speclab generate / chat / bench --help (and --model toy for the toy "
-              "target).\n");
+  std::printf(
+      "\nDecode speedup %.2fx (prefill excluded); the speculative output is %s to plain "
+      "decoding.\n",
+      decode_s(base) / decode_s(spec), same ? "identical" : "NOT identical");
+  std::printf(
+      "More: speclab generate / chat / bench --help (and --model toy for the toy "
+      "target).\n");
   return same;
 }
 

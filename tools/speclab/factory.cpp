@@ -70,7 +70,8 @@ CLI::Validator real_in(double lo, double hi, const std::string& what) {
         } catch (const std::exception&) {
           return "expected a number (" + what + "), got '" + value + "'";
         }
-        if (!(v >= lo && v <= hi)) return "must be between " + range + " (" + what + "), got " + value;
+        if (!(v >= lo && v <= hi))
+          return "must be between " + range + " (" + what + "), got " + value;
         return {};
       },
       "[" + text(lo) + ".." + text(hi) + "]");
@@ -102,8 +103,7 @@ Model load_toy(const TargetOptions& o) {
   cfg.seed = o.toy_seed;
   cfg.noise = o.noise;
   // The random regime never repeats a token while the sequence is shorter than the vocabulary.
-  cfg.vocab_size =
-      cfg.regime == ToyRegime::random ? std::max(4096, o.toy_length_hint + 1) : 512;
+  cfg.vocab_size = cfg.regime == ToyRegime::random ? std::max(4096, o.toy_length_hint + 1) : 512;
   if (o.context > 0) cfg.max_length = o.context;
   auto target = std::make_unique<ToyTarget>(cfg);
   Model m;
@@ -142,8 +142,8 @@ Model load_gguf_model(const TargetOptions& o) {
   } catch (const UsageError&) {
     throw;
   } catch (const GgufError& e) {
-    throw UsageError("--model: '" + path + "' is not a usable GGUF model (truncated or corrupt?): " +
-                     e.what());
+    throw UsageError("--model: '" + path +
+                     "' is not a usable GGUF model (truncated or corrupt?): " + e.what());
   } catch (const std::runtime_error& e) {
     throw UsageError("--model: cannot read '" + path + "': " + e.what());
   }
@@ -160,8 +160,8 @@ Model load_gguf_model(const TargetOptions& o) {
       m.target = CpuLlama::open(path, co);
     }
   } catch (const GgufError& e) {
-    throw UsageError("--model: '" + path + "' is not a usable GGUF model (truncated or corrupt?): " +
-                     e.what());
+    throw UsageError("--model: '" + path +
+                     "' is not a usable GGUF model (truncated or corrupt?): " + e.what());
   } catch (const ModelError& e) {
     throw UsageError("--model: '" + path + "' is not a model SpecLab can run: " + e.what());
   }
@@ -226,8 +226,8 @@ std::unique_ptr<BatchTarget> load_batch_model(const TargetOptions& o) {
     co.max_context = o.context;
     return CpuLlamaBatch::open(path, co);
   } catch (const GgufError& e) {
-    throw UsageError("--model: '" + path + "' is not a usable GGUF model (truncated or corrupt?): " +
-                     e.what());
+    throw UsageError("--model: '" + path +
+                     "' is not a usable GGUF model (truncated or corrupt?): " + e.what());
   } catch (const ModelError& e) {
     throw UsageError("--model: '" + path + "' is not a model SpecLab can run: " + e.what());
   }
@@ -293,8 +293,8 @@ const std::vector<DrafterInfo>& drafter_catalog() {
       {"sa", "suffix automaton: the longest earlier match, however long", "lab05", false, true},
       {"sa+ngram", "n-gram drafter, overridden by the suffix automaton on long matches", "lab05",
        true, true},
-      {"auto", "a policy that speculates only when measured acceptance pays for it", "lab06",
-       true, true},
+      {"auto", "a policy that speculates only when measured acceptance pays for it", "lab06", true,
+       true},
       {"mine", "your lab 07 drafter: make_my_drafter(), labs 01-05 composed for a chat model",
        "lab07", false, true},
   };
@@ -320,11 +320,11 @@ std::vector<std::string> available_drafters() {
 
 void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string>* drafter_list,
                        std::vector<int>* n_list) {
-  std::string help = drafter_list ? "Drafters to compare, comma-separated, or 'all' (the default: "
-                                    "every drafter in this build). LAB_IMPL=" +
-                                        std::string(lab_impl()) + " implementations:"
-                                  : "The drafter (LAB_IMPL=" + std::string(lab_impl()) +
-                                        " implementations):";
+  std::string help =
+      drafter_list ? "Drafters to compare, comma-separated, or 'all' (the default: "
+                     "every drafter in this build). LAB_IMPL=" +
+                         std::string(lab_impl()) + " implementations:"
+                   : "The drafter (LAB_IMPL=" + std::string(lab_impl()) + " implementations):";
   for (const DrafterInfo& d : drafter_catalog()) {
     help += "\n  " + d.name + ": " + d.summary;
     if (!d.lab.empty()) help += " [" + d.lab + "]";
@@ -439,9 +439,9 @@ std::unique_ptr<Drafter> make_lab_drafter(const DrafterOptions& o, int k) {
 std::unique_ptr<Drafter> make_drafter(const DrafterOptions& o, int k) {
   const DrafterInfo& info = drafter_info(o.drafter);
   if (!info.available) {
-    throw UsageError("drafter '" + o.drafter + "' comes with " + info.lab +
-                     ", which is not in this build yet; available: " +
-                     join(available_drafters(), ", "));
+    throw UsageError(
+        "drafter '" + o.drafter + "' comes with " + info.lab +
+        ", which is not in this build yet; available: " + join(available_drafters(), ", "));
   }
   if (k < 1 || k > 64) {
     throw UsageError("--k must be between 1 and 64 (drafts per round), got " + std::to_string(k));
@@ -455,21 +455,18 @@ std::unique_ptr<Drafter> make_drafter(const DrafterOptions& o, int k) {
   }
 }
 
-
 void check_n_fits(const DrafterOptions& o, const Target& target, std::size_t prompt_tokens,
                   int max_new_tokens) {
   const std::string& name = o.drafter == "auto" ? o.auto_inner : o.drafter;
   if (!drafter_info(name).uses_n) return;
-  const long long longest =
-      std::min<long long>(target.max_length(),
-                          static_cast<long long>(prompt_tokens) + max_new_tokens);
+  const long long longest = std::min<long long>(
+      target.max_length(), static_cast<long long>(prompt_tokens) + max_new_tokens);
   if (o.n >= longest) {
-    throw UsageError("--n " + std::to_string(o.n) + " is larger than the context: this run holds " +
-                     "at most " + std::to_string(longest) + " tokens (prompt " +
-                     std::to_string(prompt_tokens) + " + max-new-tokens " +
-                     std::to_string(max_new_tokens) + ", model limit " +
-                     std::to_string(target.max_length()) +
-                     "), so an n-gram that long can never repeat");
+    throw UsageError(
+        "--n " + std::to_string(o.n) + " is larger than the context: this run holds " + "at most " +
+        std::to_string(longest) + " tokens (prompt " + std::to_string(prompt_tokens) +
+        " + max-new-tokens " + std::to_string(max_new_tokens) + ", model limit " +
+        std::to_string(target.max_length()) + "), so an n-gram that long can never repeat");
   }
 }
 
@@ -512,7 +509,7 @@ DecodeConfig decode_config(const DecodeOptions& o) {
 
 VerifyRule make_verify_rule(const SamplingParams& sampling) {
   if (sampling.temperature == 0.0) return greedy_verify_rule();  // lab 01
-  return sampled_verify_rule();                                   // lab 03
+  return sampled_verify_rule();                                  // lab 03
 }
 
 GenerationResult run_decode(Target& target, Drafter* drafter, const VerifyRule& verify,

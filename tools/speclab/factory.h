@@ -6,13 +6,12 @@
 //
 // The drafters and verify rules come from the labs: the reference solutions in speclab-solution,
 // the student's starters in speclab-starter (LAB_IMPL picks; see launcher.cpp).
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "mini_engine/core/batch_target.h"
 #include "mini_engine/core/target.h"
@@ -82,18 +81,18 @@ std::optional<std::string> fetch_smollm2(std::string* why = nullptr);
 
 struct DrafterOptions {
   std::string drafter = "prompt-lookup";
-  int n = 3;              // prompt-lookup: match length; ngram/nasd/sa+ngram: longest n-gram;
-                          // pool: longest key
-  int min_context = 1;    // ngram/nasd: the back-off floor
-  bool pad = false;       // ngram/nasd: pad a miss instead of ending the draft
-  int filler_top_k = 3;   // nasd: also learn the target's top-k tokens (lab 03's default)
+  int n = 3;             // prompt-lookup: match length; ngram/nasd/sa+ngram: longest n-gram;
+                         // pool: longest key
+  int min_context = 1;   // ngram/nasd: the back-off floor
+  bool pad = false;      // ngram/nasd: pad a miss instead of ending the draft
+  int filler_top_k = 3;  // nasd: also learn the target's top-k tokens (lab 03's default)
   // pool: values hold up to k tokens (max_draft_len = --k), keys up to n.
   bool pool_private = false;   // pool: one pool per request instead of the public pool
   bool pool_newest = false;    // pool: propose the newest value instead of the oldest
   bool pool_keep_one = false;  // pool: keep only the longest value per key
-  int sa_min_match = 2;   // sa: the shortest match it proposes from (one token is weak evidence)
-  int sa_threshold = 4;   // sa+ngram: shortest suffix-automaton match trusted over the n-gram
-                          // drafter (TensorRT-LLM's default)
+  int sa_min_match = 2;  // sa: the shortest match it proposes from (one token is weak evidence)
+  int sa_threshold = 4;  // sa+ngram: shortest suffix-automaton match trusted over the n-gram
+                         // drafter (TensorRT-LLM's default)
   std::string auto_inner = "prompt-lookup";  // auto: the drafter the policy steers
   // Set by the subcommand from the model's codec, not by a flag: the tokens that end a reply.
   // mine (lab 07) never drafts past one of them; empty: none (the toy target).
@@ -103,9 +102,9 @@ struct DrafterOptions {
 // What the CLI knows about one --drafter value.
 struct DrafterInfo {
   std::string name;
-  std::string summary;  // one line for --help
-  std::string lab;      // the lab that implements it ("" for none and auto)
-  bool uses_n = false;  // whether --n changes it (bench sweeps --n only for these)
+  std::string summary;     // one line for --help
+  std::string lab;         // the lab that implements it ("" for none and auto)
+  bool uses_n = false;     // whether --n changes it (bench sweeps --n only for these)
   bool available = false;  // false: its lab is not in this build yet
 };
 
@@ -141,9 +140,9 @@ void check_fits_context(const Target& target, std::size_t prompt_tokens, int max
 // ---- decoding ----
 
 struct DecodeOptions {
-  int k = 5;                    // drafts per round, 1..64
-  double temperature = 0.0;     // 0 = greedy
-  std::uint64_t seed = 0;       // sampling seed
+  int k = 5;                 // drafts per round, 1..64
+  double temperature = 0.0;  // 0 = greedy
+  std::uint64_t seed = 0;    // sampling seed
   int max_new_tokens = 128;
 };
 

@@ -54,8 +54,10 @@ int build_target(const fs::path& build_dir, const std::string& target, const fs:
   bool announced = false;
   while (waitpid(pid, &status, WNOHANG) == 0) {
     if (!announced && std::chrono::steady_clock::now() - start > std::chrono::seconds(2)) {
-      std::fprintf(stderr, "speclab: LAB_IMPL=starter: building your starters (cmake --build %s "
-                           "--target %s)...\n", build_dir.c_str(), target.c_str());
+      std::fprintf(stderr,
+                   "speclab: LAB_IMPL=starter: building your starters (cmake --build %s "
+                   "--target %s)...\n",
+                   build_dir.c_str(), target.c_str());
       announced = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -98,7 +100,8 @@ int main(int argc, char** argv) {
   args.push_back(nullptr);
   const std::string path = exe.string();
   execv(path.c_str(), args.data());
-  std::fprintf(stderr, "speclab: cannot run %s: %s\n  build it with: cmake --build %s --target %s\n",
+  std::fprintf(stderr,
+               "speclab: cannot run %s: %s\n  build it with: cmake --build %s --target %s\n",
                path.c_str(), std::strerror(errno), build_dir.c_str(), exe.filename().c_str());
   return 1;
 }

@@ -3,7 +3,6 @@
 // reference solutions) and speclab-starter (the student's starters). build/bin/speclab picks one
 // by LAB_IMPL (launcher.cpp).
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -14,11 +13,12 @@
 int main(int argc, char** argv) {
   using namespace speclab::cli;
   const std::string impl = lab_impl();
-  CLI::App app{"speclab: n-gram speculative decoding, from the SpecLab course.\n"
-               "Drafters and verify rules: the labs' " +
-               std::string(impl == "starter" ? "starters (your code)" : "reference solutions") +
-               " (LAB_IMPL=" + impl + ").",
-               "speclab"};
+  CLI::App app{
+      "speclab: n-gram speculative decoding, from the SpecLab course.\n"
+      "Drafters and verify rules: the labs' " +
+          std::string(impl == "starter" ? "starters (your code)" : "reference solutions") +
+          " (LAB_IMPL=" + impl + ").",
+      "speclab"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "speclab 0.1.0 (LAB_IMPL=" + impl + ")");
   add_demo(app);

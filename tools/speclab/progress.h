@@ -45,7 +45,8 @@ class ProgressBar {
     if (s < 60) {
       std::snprintf(buf, sizeof buf, "%.0fs", s);
     } else if (s < 3600) {
-      std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+      std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60,
+                    static_cast<int>(s) % 60);
     } else {
       std::snprintf(buf, sizeof buf, "%dh%02dm", static_cast<int>(s) / 3600,
                     (static_cast<int>(s) % 3600) / 60);

@@ -5,8 +5,8 @@
 #include <iterator>
 #include <sstream>
 
-#include "user_files.h"
 #include "mini_engine/targets/toy_target.h"
+#include "user_files.h"
 
 namespace speclab::cli {
 namespace {
@@ -26,9 +26,10 @@ bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std:
 }  // namespace
 
 void add_prompt_flags(CLI::App& cmd, PromptOptions& o) {
-  auto* p = cmd.add_option("--prompt", o.prompt,
-                           "The prompt text (for the toy target: token ids, e.g. \"3 1 4 1 5\"; without "
-                           "a prompt the toy target makes its own, real models need one)");
+  auto* p =
+      cmd.add_option("--prompt", o.prompt,
+                     "The prompt text (for the toy target: token ids, e.g. \"3 1 4 1 5\"; without "
+                     "a prompt the toy target makes its own, real models need one)");
   auto* f = cmd.add_option("--prompt-file", o.prompt_file,
                            "Read the prompt from a file ('-' = standard input)");
   p->excludes(f);

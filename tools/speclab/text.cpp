@@ -58,10 +58,10 @@ class TokenIdCodec final : public TextCodec {
       const std::string_view word = text.substr(i, j - i);
       long long value = -1;
       const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
-      if (ec != std::errc() || end != word.data() + word.size() || value < 0 ||
-          value >= vocab_) {
+      if (ec != std::errc() || end != word.data() + word.size() || value < 0 || value >= vocab_) {
         throw UsageError("the toy target reads token ids, numbers in [0, " +
-                         std::to_string(vocab_) + ") separated by spaces (for example \"3 1 4 1 5\"); '" +
+                         std::to_string(vocab_) +
+                         ") separated by spaces (for example \"3 1 4 1 5\"); '" +
                          std::string(word) + "' is not one");
       }
       out.push_back(static_cast<Token>(value));
@@ -152,8 +152,8 @@ void TokenPrinter::emit(std::span<const Token> tokens, bool highlighted) {
 }
 
 void TokenPrinter::print_round(const RoundRecord& round) {
-  const auto accepted = static_cast<size_t>(std::clamp<int>(round.accepted, 0,
-                                                            static_cast<int>(round.emitted.size())));
+  const auto accepted = static_cast<size_t>(
+      std::clamp<int>(round.accepted, 0, static_cast<int>(round.emitted.size())));
   const std::span<const Token> emitted(round.emitted);
   emit(emitted.first(accepted), true);
   emit(emitted.subspan(accepted), false);

@@ -70,7 +70,8 @@ void add_trace(CLI::App& app) {
   add_target_flags(*cmd, o->target);
   add_drafter_flags(*cmd, o->drafter);
   add_decode_flags(*cmd, o->decode);
-  cmd->add_option("--out", o->out, "Output file (JSON Lines; its folder is created), or - for standard output")
+  cmd->add_option("--out", o->out,
+                  "Output file (JSON Lines; its folder is created), or - for standard output")
       ->required();
   cmd->callback([o]() { run_trace(*o); });
 }

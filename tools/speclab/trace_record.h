@@ -19,7 +19,6 @@
 //   verify_s   seconds spent in the verify pass this round
 //   text       (real models only) the emitted tokens as text
 #include <cstdint>
-
 #include <nlohmann/json.hpp>
 
 #include "mini_engine/spec/round.h"

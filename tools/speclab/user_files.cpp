@@ -39,8 +39,8 @@ bool prepare_output_path(const std::string& path, const std::string& named) {
   if (!parent.empty()) {
     fs::create_directories(parent, ec);
     if (ec) {
-      throw UsageError(named + ": cannot create its folder '" + parent.string() + "': " +
-                       ec.message());
+      throw UsageError(named + ": cannot create its folder '" + parent.string() +
+                       "': " + ec.message());
     }
   }
   return st.type() != fs::file_type::not_found;

@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
-#include "user_files.h"
 #include "text.h"
+#include "user_files.h"
 
 namespace speclab::cli {
 namespace {
@@ -48,14 +47,16 @@ Workload load_workload(const std::string& path) {
       throw UsageError(where(path, number) + "the id '" + c.id + "' appears twice");
     }
     if (j.contains("system")) {
-      if (!j["system"].is_string()) throw UsageError(where(path, number) + "\"system\" must be a string");
+      if (!j["system"].is_string())
+        throw UsageError(where(path, number) + "\"system\" must be a string");
       c.system = j["system"].get<std::string>();
     }
     if (!j.contains("turns") || !j["turns"].is_array() || j["turns"].empty()) {
       throw UsageError(where(path, number) + "\"turns\" must be a non-empty array of strings");
     }
     for (const auto& t : j["turns"]) {
-      if (!t.is_string() || t.get<std::string>().find_first_not_of(" \t\r\n") == std::string::npos) {
+      if (!t.is_string() ||
+          t.get<std::string>().find_first_not_of(" \t\r\n") == std::string::npos) {
         throw UsageError(where(path, number) + "every turn must be a non-empty string");
       }
       c.turns.push_back(t.get<std::string>());

@@ -21,22 +21,22 @@
 #include "mini_engine/targets/cuda/gemm_layout.h"
 #include "mini_engine/targets/cuda/kernel_math.h"
 
-#define CUDA_CHECK(expr)                                                                      \
-  do {                                                                                        \
-    const cudaError_t err_ = (expr);                                                          \
-    if (err_ != cudaSuccess) {                                                                \
+#define CUDA_CHECK(expr)                                                                       \
+  do {                                                                                         \
+    const cudaError_t err_ = (expr);                                                           \
+    if (err_ != cudaSuccess) {                                                                 \
       throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " + \
-                               #expr + ": " + cudaGetErrorString(err_));                      \
-    }                                                                                         \
+                               #expr + ": " + cudaGetErrorString(err_));                       \
+    }                                                                                          \
   } while (0)
 
-#define CUBLAS_CHECK(expr)                                                                    \
-  do {                                                                                        \
-    const cublasStatus_t st_ = (expr);                                                        \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                       \
+#define CUBLAS_CHECK(expr)                                                                     \
+  do {                                                                                         \
+    const cublasStatus_t st_ = (expr);                                                         \
+    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                        \
       throw std::runtime_error(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " + \
-                               #expr + ": " + cublasGetStatusString(st_));                    \
-    }                                                                                         \
+                               #expr + ": " + cublasGetStatusString(st_));                     \
+    }                                                                                          \
   } while (0)
 
 namespace speclab {
@@ -77,7 +77,8 @@ int blocks_for(std::int64_t n) { return static_cast<int>((n + kThreads - 1) / kT
 template <typename Block, float (*Dequant)(const Block&, int)>
 __global__ void dequant_blocks_kernel(const Block* blocks, __half* out, std::int64_t n) {
   const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  if (i < n) out[i] = __float2half(Dequant(blocks[i / kQuantBlock], static_cast<int>(i % kQuantBlock)));
+  if (i < n)
+    out[i] = __float2half(Dequant(blocks[i / kQuantBlock], static_cast<int>(i % kQuantBlock)));
 }
 
 __global__ void f32_to_half_kernel(const float* in, __half* out, std::int64_t n) {
@@ -119,8 +120,9 @@ __global__ void rope_kernel(float* q, float* k, int pos0, int n_heads, int n_kv,
   const int total = (n_heads + n_kv) * pairs;
   for (int idx = threadIdx.x; idx < total; idx += blockDim.x) {
     const int head = idx / pairs, pair = idx % pairs;
-    float* v = head < n_heads ? q + (static_cast<std::int64_t>(t) * n_heads + head) * head_dim
-                              : k + (static_cast<std::int64_t>(t) * n_kv + head - n_heads) * head_dim;
+    float* v = head < n_heads
+                   ? q + (static_cast<std::int64_t>(t) * n_heads + head) * head_dim
+                   : k + (static_cast<std::int64_t>(t) * n_kv + head - n_heads) * head_dim;
     const int l0 = kmath::rope_lane0(pair, rot_dim), l1 = kmath::rope_lane1(pair, rot_dim);
     float y0, y1;
     kmath::rope_rotate(v[l0], v[l1], kmath::rope_angle(pos0 + t, pair, rot_dim, freq_base), &y0,
@@ -203,7 +205,7 @@ __global__ void swiglu_kernel(const float* gate, const float* up, __half* out, s
 }
 
 struct Layer {
-  DeviceBuffer<float> attn_norm, ffn_norm;                  // (dim)
+  DeviceBuffer<float> attn_norm, ffn_norm;                    // (dim)
   DeviceBuffer<__half> wq, wk, wv, wo, w_gate, w_up, w_down;  // (out, in), row-major
 };
 
@@ -314,7 +316,7 @@ DeviceBuffer<__half> CudaLlama::upload_matrix(const QuantMatrix& m) {
       break;
     case GgmlType::F32:
       f32_to_half_kernel<<<blocks_for(n), kThreads>>>(reinterpret_cast<const float*>(raw.get()),
-                                                       out.get(), n);
+                                                      out.get(), n);
       break;
     case GgmlType::F16:
       CUDA_CHECK(cudaMemcpy(out.get(), raw.get(), bytes, cudaMemcpyDeviceToDevice));
@@ -323,8 +325,8 @@ DeviceBuffer<__half> CudaLlama::upload_matrix(const QuantMatrix& m) {
       std::vector<float> host(static_cast<size_t>(n));
       dequantize_row(m.type, m.data, host.data(), n);
       DeviceBuffer<float> tmp(host.size());
-      CUDA_CHECK(cudaMemcpy(tmp.get(), host.data(), host.size() * sizeof(float),
-                            cudaMemcpyHostToDevice));
+      CUDA_CHECK(
+          cudaMemcpy(tmp.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
       f32_to_half_kernel<<<blocks_for(n), kThreads>>>(tmp.get(), out.get(), n);
       CUDA_CHECK(cudaDeviceSynchronize());
       break;
@@ -337,8 +339,8 @@ DeviceBuffer<__half> CudaLlama::upload_matrix(const QuantMatrix& m) {
 
 DeviceBuffer<float> CudaLlama::upload_vector(const float* host, int n) {
   DeviceBuffer<float> out(static_cast<size_t>(n));
-  CUDA_CHECK(cudaMemcpy(out.get(), host, static_cast<size_t>(n) * sizeof(float),
-                        cudaMemcpyHostToDevice));
+  CUDA_CHECK(
+      cudaMemcpy(out.get(), host, static_cast<size_t>(n) * sizeof(float), cudaMemcpyHostToDevice));
   return out;
 }
 
@@ -370,8 +372,8 @@ Logits CudaLlama::extend(std::span<const Token> tokens) {
   const int pos0 = static_cast<int>(tokens_.size());
   const int kv_dim = n_kv_ * head_dim_;
   DeviceBuffer<Token> ids(tokens.size());
-  CUDA_CHECK(cudaMemcpy(ids.get(), tokens.data(), tokens.size() * sizeof(Token),
-                        cudaMemcpyHostToDevice));
+  CUDA_CHECK(
+      cudaMemcpy(ids.get(), tokens.data(), tokens.size() * sizeof(Token), cudaMemcpyHostToDevice));
   DeviceBuffer<float> x(static_cast<size_t>(T) * dim_), tmp(static_cast<size_t>(T) * dim_);
   DeviceBuffer<__half> h(static_cast<size_t>(T) * std::max(dim_, ffn_));
   DeviceBuffer<float> q(static_cast<size_t>(T) * dim_), k(static_cast<size_t>(T) * kv_dim),
@@ -409,8 +411,8 @@ Logits CudaLlama::extend(std::span<const Token> tokens) {
   gemm(h.get(), output_.size() ? output_.get() : embed_.get(), logits.get(), T, dim_, vocab_);
   CUDA_CHECK(cudaGetLastError());
   Logits out(T, vocab_);
-  CUDA_CHECK(cudaMemcpy(out.data(), logits.get(), logits.size() * sizeof(float),
-                        cudaMemcpyDeviceToHost));
+  CUDA_CHECK(
+      cudaMemcpy(out.data(), logits.get(), logits.size() * sizeof(float), cudaMemcpyDeviceToHost));
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   return out;
 }
