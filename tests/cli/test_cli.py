@@ -307,6 +307,17 @@ class Bench(unittest.TestCase):
             for c in data["cases"]:
                 self.assertTrue(c["identical"])
                 self.assertEqual(len(c["plain_seconds"]), 2)
+                # Decode-only times: per repeat, within the whole run's, and their ratio's median
+                # is the decode-only speedup (two repeats: the mean of the two ratios).
+                for whole, decode in (("plain_seconds", "plain_decode_seconds"),
+                                      ("spec_seconds", "spec_decode_seconds")):
+                    self.assertEqual(len(c[decode]), 2)
+                    for w_s, d_s in zip(c[whole], c[decode]):
+                        self.assertGreater(d_s, 0)
+                        self.assertLessEqual(d_s, w_s)
+                ratios = [p / s for p, s in zip(c["plain_decode_seconds"],
+                                                c["spec_decode_seconds"])]
+                self.assertAlmostEqual(c["decode_speedup"], sum(ratios) / 2, places=9)
                 self.assertEqual(len(c["acceptance_by_position"]) <= c["k"], True)
             # Each case is timed against its own plain runs (back to back with its speculative
             # ones), not against one plain run shared by every case of the workload.

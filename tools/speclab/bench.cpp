@@ -185,8 +185,8 @@ class ProcessCpuClock final : public Clock {
 struct BatchCaseResult {
   std::string workload, drafter, drafter_name;
   int k = 0, n = 0, batch = 0;
-  std::vector<double> base_seconds, spec_seconds;  // per repeat: the whole batch
-  double base_decode = 0.0, spec_decode = 0.0;     // summed over repeats, prefill excluded
+  std::vector<double> base_seconds, spec_seconds;                 // per repeat: the whole batch
+  std::vector<double> base_decode, spec_decode;                   // per repeat, prefill excluded
   std::int64_t runs = 0, emitted = 0, drafted = 0, accepted = 0;  // speculative, per request
   std::int64_t base_emitted = 0;
   int mismatches = 0;
@@ -271,8 +271,8 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
           const std::vector<GenerationResult> spec = run(drafters, cs.k, spec_s, spec_d);
           r.base_seconds.push_back(base_s);
           r.spec_seconds.push_back(spec_s);
-          r.base_decode += base_d;
-          r.spec_decode += spec_d;
+          r.base_decode.push_back(base_d);
+          r.spec_decode.push_back(spec_d);
           for (const GenerationResult& g : base) r.base_emitted += g.stats.emitted;
           for (size_t i = 0; i < spec.size(); ++i) {
             const SpecStats& s = spec[i].stats;
@@ -297,13 +297,6 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
   }
   progress.clear();
 
-  const auto ratio_median = [](const BatchCaseResult& r) {
-    std::vector<double> v;
-    for (size_t i = 0; i < r.base_seconds.size(); ++i) {
-      if (r.spec_seconds[i] > 0) v.push_back(r.base_seconds[i] / r.spec_seconds[i]);
-    }
-    return median(v);
-  };
   std::printf(
       "speclab bench --batch: %s, LAB_IMPL=%s, max-new-tokens %d, %d repeats, %s clock\n"
       "first turns only: %d requests (the workload's conversations in turn) at every batch "
@@ -321,8 +314,8 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
     std::printf("%-12s %-14s %3d %3s %5d %6.2f %8.1f %8.1f %7.2fx %6.2fx%s\n", r.workload.c_str(),
                 r.drafter.c_str(), r.k, r.n > 0 ? std::to_string(r.n).c_str() : "-", r.batch,
                 r.runs ? static_cast<double>(r.emitted) / static_cast<double>(r.runs) : 0.0,
-                base_tps, spec_tps, ratio_median(r),
-                r.spec_decode > 0 ? r.base_decode / r.spec_decode : 0.0,
+                base_tps, spec_tps, median_ratio(r.base_seconds, r.spec_seconds),
+                median_ratio(r.base_decode, r.spec_decode),
                 r.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
   }
   std::printf(
@@ -340,17 +333,17 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
                  "batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
                  "spec_seconds_median,speedup_median,decode_speedup,mismatches\n");
     for (const BatchCaseResult& r : results) {
-      std::fprintf(f,
-                   "\"%s\",%s,%s,%d,%d,%s,%s,\"%s\",%d,%d,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,"
-                   "%.4f,%.4f,%d\n",
-                   model.description.c_str(), lab_impl(), o.clock.c_str(), o.max_new_tokens,
-                   o.repeats, r.workload.c_str(), r.drafter.c_str(), r.drafter_name.c_str(), r.k,
-                   r.n, r.batch,
-                   r.runs ? static_cast<double>(r.emitted) / static_cast<double>(r.runs) : 0.0,
-                   static_cast<long long>(r.drafted), static_cast<long long>(r.accepted),
-                   static_cast<long long>(r.emitted), static_cast<long long>(r.runs),
-                   median(r.base_seconds), median(r.spec_seconds), ratio_median(r),
-                   r.spec_decode > 0 ? r.base_decode / r.spec_decode : 0.0, r.mismatches);
+      std::fprintf(
+          f,
+          "\"%s\",%s,%s,%d,%d,%s,%s,\"%s\",%d,%d,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,"
+          "%.4f,%.4f,%d\n",
+          model.description.c_str(), lab_impl(), o.clock.c_str(), o.max_new_tokens, o.repeats,
+          r.workload.c_str(), r.drafter.c_str(), r.drafter_name.c_str(), r.k, r.n, r.batch,
+          r.runs ? static_cast<double>(r.emitted) / static_cast<double>(r.runs) : 0.0,
+          static_cast<long long>(r.drafted), static_cast<long long>(r.accepted),
+          static_cast<long long>(r.emitted), static_cast<long long>(r.runs), median(r.base_seconds),
+          median(r.spec_seconds), median_ratio(r.base_seconds, r.spec_seconds),
+          median_ratio(r.base_decode, r.spec_decode), r.mismatches);
     }
     std::fclose(f);
     std::fprintf(stderr, "bench: wrote %s\n", o.csv.c_str());
@@ -474,6 +467,8 @@ int run_bench(const BenchOptions& o) {
       r.n = cs.n;
       r.base_seconds.assign(static_cast<size_t>(o.repeats), 0.0);
       r.spec_seconds.assign(static_cast<size_t>(o.repeats), 0.0);
+      r.base_decode_seconds.assign(static_cast<size_t>(o.repeats), 0.0);
+      r.spec_decode_seconds.assign(static_cast<size_t>(o.repeats), 0.0);
       r.conversation_emitted.assign(w.items.size(), 0);
       r.conversation_runs.assign(w.items.size(), 0);
       results.push_back(r);
@@ -507,12 +502,16 @@ int run_bench(const BenchOptions& o) {
           std::unique_ptr<Drafter> drafter = make_drafter(options, cs.k);
           double spec_seconds = 0.0;
           const std::int64_t emitted_before = r.spec.emitted, runs_before = r.spec.target_runs;
+          const double spec_decode_before = r.spec.total_seconds - r.spec.prefill_seconds;
           const auto spec_out = run_conversation(model, conv, drafter.get(), verify, dc, r.spec,
                                                  r.spec_later_turns, spec_seconds, cpu_clock);
           r.conversation_emitted[conv_index] += r.spec.emitted - emitted_before;
           r.conversation_runs[conv_index] += r.spec.target_runs - runs_before;
           r.base_seconds[rep] += base_seconds;
           r.spec_seconds[rep] += spec_seconds;
+          r.base_decode_seconds[rep] += base_all.total_seconds - base_all.prefill_seconds;
+          r.spec_decode_seconds[rep] +=
+              r.spec.total_seconds - r.spec.prefill_seconds - spec_decode_before;
           // Plain decoding's counters, for its tokens/s.
           r.base.emitted += base_all.emitted;
           r.base.target_runs += base_all.target_runs;

@@ -44,13 +44,15 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
-double CaseResult::speedup_median() const {
+double median_ratio(const std::vector<double>& num, const std::vector<double>& den) {
   std::vector<double> ratios;
-  for (size_t r = 0; r < base_seconds.size() && r < spec_seconds.size(); ++r) {
-    if (spec_seconds[r] > 0) ratios.push_back(base_seconds[r] / spec_seconds[r]);
+  for (size_t i = 0; i < num.size() && i < den.size(); ++i) {
+    if (den[i] > 0) ratios.push_back(num[i] / den[i]);
   }
   return median(ratios);
 }
+
+double CaseResult::speedup_median() const { return median_ratio(base_seconds, spec_seconds); }
 
 double CaseResult::base_tokens_per_second() const {
   const double repeats = static_cast<double>(std::max<size_t>(1, base_seconds.size()));
@@ -67,9 +69,7 @@ double CaseResult::draft_us_per_token() const {
 }
 
 double CaseResult::decode_speedup() const {
-  const double base_decode = base.total_seconds - base.prefill_seconds;
-  const double spec_decode = spec.total_seconds - spec.prefill_seconds;
-  return spec_decode > 0 ? base_decode / spec_decode : 0.0;
+  return median_ratio(base_decode_seconds, spec_decode_seconds);
 }
 
 std::vector<double> CaseResult::conversation_al() const {
@@ -132,8 +132,8 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
                "repeats).\n"
                "acc%%: accepted / drafted. "
                "speedup: plain time / speculative time (%s clock), median over repeats.\n"
-               "decode only: the same without the prompt's prefill (wall clock, summed over "
-               "repeats).\n",
+               "decode only: the same without the prompt's prefill (wall clock), median over "
+               "repeats.\n",
                meta.clock.c_str());
 }
 
@@ -224,6 +224,8 @@ void write_json(const std::string& path, const BenchMeta& meta,
         {"decode_speedup", c.decode_speedup()},
         {"plain_seconds", c.base_seconds},
         {"spec_seconds", c.spec_seconds},
+        {"plain_decode_seconds", c.base_decode_seconds},
+        {"spec_decode_seconds", c.spec_decode_seconds},
         {"identical", c.mismatches == 0},
         {"target_runs_turn2plus", c.spec_later_turns.target_runs},
         {"emitted_turn2plus", c.spec_later_turns.emitted},

@@ -24,15 +24,17 @@ struct CaseResult {
   std::vector<std::int64_t> conversation_emitted, conversation_runs;
   std::vector<double> base_seconds;  // per repeat: plain decoding's time over the workload
   std::vector<double> spec_seconds;  // per repeat: speculative decoding's (BenchMeta::clock)
-  int mismatches = 0;                // outputs that differed from plain decoding (must be 0)
-  std::string first_mismatch;        // where the first one was
+  // Per repeat: the same two without the prompts' prefill, on the wall clock.
+  std::vector<double> base_decode_seconds, spec_decode_seconds;
+  int mismatches = 0;          // outputs that differed from plain decoding (must be 0)
+  std::string first_mismatch;  // where the first one was
 
   double speedup_median() const;          // median over repeats of base_seconds / spec_seconds
   double base_tokens_per_second() const;  // median over repeats
   double spec_tokens_per_second() const;
   double draft_us_per_token() const;  // drafter time per emitted token, microseconds
-  // Wall time without the prefill, plain over speculative, summed over repeats: the speedup of
-  // the decoding itself, which the end-to-end figure dilutes with the prompt's prefill.
+  // Median over repeats of base_decode_seconds / spec_decode_seconds: the speedup of the
+  // decoding itself, which the end-to-end figure dilutes with the prompt's prefill.
   double decode_speedup() const;
   // The AL (tokens per run) of each conversation. The mean AL lies between their lowest and
   // highest.
@@ -54,6 +56,10 @@ struct BenchMeta {
 
 // The median of `values`; 0 for none.
 double median(std::vector<double> values);
+// The median over i of num[i] / den[i], skipping an i whose den[i] is not > 0 and stopping at the
+// shorter vector; 0 for none. A ratio formed within each repeat and then its median: one slow
+// spell of a shared machine moves one ratio, not the result.
+double median_ratio(const std::vector<double>& num, const std::vector<double>& den);
 
 // Prints the table to `out`.
 void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseResult>& cases);

@@ -1,0 +1,30 @@
+// What `speclab bench` reports for a case (tools/speclab/bench_report.h): the speedups are
+// medians of ratios formed within each repeat, so one slow spell of a shared machine moves one
+// ratio and not the figure.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "bench_report.h"
+
+using speclab::cli::CaseResult;
+using speclab::cli::median_ratio;
+
+TEST_CASE("median_ratio: the median of the per-repeat ratios, not a ratio of sums") {
+  // Repeat 3's speculative run hit a slow spell: sums would give 30 / 60 = 0.5.
+  CHECK(median_ratio({10, 10, 10}, {5, 5, 50}) == doctest::Approx(2.0));
+  CHECK(median_ratio({4, 9}, {2, 3}) == doctest::Approx(2.5));        // two repeats: their mean
+  CHECK(median_ratio({6, 6, 6}, {0, 3, 2}) == doctest::Approx(2.5));  // a zero time is skipped
+  CHECK(median_ratio({8, 9}, {4}) == doctest::Approx(2.0));           // the shorter vector rules
+  CHECK(median_ratio({}, {}) == 0.0);
+}
+
+TEST_CASE("a case's end-to-end and decode-only speedups are per-repeat medians") {
+  CaseResult c;
+  c.base_seconds = {3.0, 3.0, 3.0};
+  c.spec_seconds = {1.5, 1.5, 6.0};  // the third repeat was slowed down
+  c.base_decode_seconds = {2.0, 2.0, 2.0};
+  c.spec_decode_seconds = {0.5, 8.0, 0.5};  // the second one's decoding was
+  CHECK(c.speedup_median() == doctest::Approx(2.0));
+  CHECK(c.decode_speedup() == doctest::Approx(4.0));
+}
