@@ -195,7 +195,10 @@ class SuffixAutomaton {
     Token token = -1;          // -1: an unused slot
     std::int32_t target = -1;  // the state reached on `token`
   };
-  struct State {                  // 32 bytes: two states to a 64-byte cache line
+  // 32 bytes, aligned to 32 (the vector then allocates aligned storage): two states to a 64-byte
+  // cache line and none split across two (malloc alone guarantees 16; at 16 past a multiple of 32,
+  // every other state would straddle two lines).
+  struct alignas(32) State {
     std::int32_t len = 0;         // the longest substring this state stands for
     std::int32_t link = -1;       // suffix link: a state with a shorter len; -1 for the root only
     std::int32_t first_end = -1;  // where the first occurrence of this state's substrings ends
