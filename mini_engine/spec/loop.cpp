@@ -1,17 +1,16 @@
 #include "mini_engine/spec/loop.h"
 
 #include <algorithm>
-#include <chrono>
 #include <stdexcept>
 #include <string>
 
 namespace speclab {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
+// The clock a loop times itself with: the config's, or the wall clock.
+const Clock& clock_of(const DecodeConfig& c) {
+  static const WallClock wall;
+  return c.clock ? *c.clock : static_cast<const Clock&>(wall);
 }
 
 void check_common(const Target& target, std::span<const Token> prompt, const DecodeConfig& c) {
@@ -58,9 +57,10 @@ GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
   check_common(target, prompt, config);
   GenerationResult result;
   result.stats.prompt_tokens = static_cast<std::int64_t>(prompt.size());
-  const auto t_start = Clock::now();
+  const Clock& clock = clock_of(config);
+  const double t_start = clock.now();
   prefill(target, prompt);
-  result.stats.prefill_seconds = seconds_since(t_start);
+  result.stats.prefill_seconds = clock.now() - t_start;
 
   Token last = prompt.back();
   auto position = static_cast<std::int64_t>(prompt.size());
@@ -69,10 +69,10 @@ GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
       throw ContextOverflow("context full: " + target.name() + " holds at most " +
                             std::to_string(target.max_length()) + " tokens");
     }
-    const auto t0 = Clock::now();
+    const double t0 = clock.now();
     const Logits logits = target.extend(std::span<const Token>(&last, 1));
     const Token next = sample_at(logits.row(0), config.sampling, position);
-    const double verify_s = seconds_since(t0);
+    const double verify_s = clock.now() - t0;
     result.stats.verify_seconds += verify_s;
     result.stats.record_round(0, 0, 1);
     result.tokens.push_back(next);
@@ -91,7 +91,7 @@ GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
       break;
     }
   }
-  result.stats.total_seconds = seconds_since(t_start);
+  result.stats.total_seconds = clock.now() - t_start;
   return result;
 }
 
@@ -105,15 +105,16 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
   if (!verify) throw std::invalid_argument("run_speculative: no verify rule given");
   GenerationResult result;
   result.stats.prompt_tokens = static_cast<std::int64_t>(prompt.size());
-  const auto t_start = Clock::now();
+  const Clock& clock = clock_of(config);
+  const double t_start = clock.now();
   prefill(target, prompt);
   std::vector<Token> context(prompt.begin(), prompt.end());
-  result.stats.prefill_seconds = seconds_since(t_start);
+  result.stats.prefill_seconds = clock.now() - t_start;
 
   // The drafter's own set-up counts as draft time.
-  auto t0 = Clock::now();
+  double t0 = clock.now();
   drafter.begin(prompt);
-  result.stats.draft_seconds += seconds_since(t0);
+  result.stats.draft_seconds += clock.now() - t0;
 
   while (static_cast<int>(result.tokens.size()) < config.max_new_tokens) {
     const int remaining = config.max_new_tokens - static_cast<int>(result.tokens.size());
@@ -127,9 +128,9 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
 
     RoundRecord round;
     round.position = static_cast<std::int64_t>(context.size());
-    t0 = Clock::now();
+    t0 = clock.now();
     if (k > 0) round.drafts = drafter.propose(context, k);
-    round.draft_seconds = seconds_since(t0);
+    round.draft_seconds = clock.now() - t0;
     if (static_cast<int>(round.drafts.size()) > std::max(k, 0)) {
       throw std::logic_error("drafter '" + drafter.name() + "' proposed " +
                              std::to_string(round.drafts.size()) + " tokens but k is " +
@@ -142,7 +143,7 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
       }
     }
 
-    t0 = Clock::now();
+    t0 = clock.now();
     std::vector<Token> fed;
     fed.reserve(round.drafts.size() + 1);
     fed.push_back(context.back());
@@ -150,7 +151,7 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
     const Logits logits = target.extend(fed);
     const VerifyResult vr =
         verify(VerifyInput{round.drafts, logits, round.position, config.sampling});
-    round.verify_seconds = seconds_since(t0);
+    round.verify_seconds = clock.now() - t0;
 
     const int n_drafts = static_cast<int>(round.drafts.size());
     if (vr.accepted < 0 || vr.accepted > n_drafts ||
@@ -188,13 +189,13 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
     result.stats.record_round(n_drafts, round.accepted, static_cast<int>(round.emitted.size()));
 
     round.logits = &logits;
-    t0 = Clock::now();
+    t0 = clock.now();
     drafter.observe(context, round);
-    result.stats.draft_seconds += seconds_since(t0);
+    result.stats.draft_seconds += clock.now() - t0;
     if (config.on_round) config.on_round(round);
     if (result.stopped) break;
   }
-  result.stats.total_seconds = seconds_since(t_start);
+  result.stats.total_seconds = clock.now() - t_start;
   return result;
 }
 

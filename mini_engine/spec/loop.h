@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "mini_engine/core/clock.h"
 #include "mini_engine/core/target.h"
 #include "mini_engine/sampling/sampling.h"
 #include "mini_engine/spec/drafter.h"
@@ -21,6 +22,9 @@ struct DecodeConfig {
   std::vector<Token> stop_tokens;  // generation ends right after emitting one of these
   // Called after every round (every token, for plain decoding) with what it emitted.
   std::function<void(const RoundRecord&)> on_round;
+  // Times prefill, draft and verify (SpecStats, RoundRecord). nullptr: the wall clock. Not owned:
+  // it must outlive the call (e.g. process CPU time for `speclab bench --clock cpu`).
+  const Clock* clock = nullptr;
 };
 
 struct GenerationResult {

@@ -345,7 +345,12 @@ class Bench(unittest.TestCase):
                                    "--json", str(js))
             self.assertEqual(rc, 0, err)
             self.assertIn("cpu clock", out)
-            self.assertEqual(json.loads(js.read_text())["meta"]["clock"], "cpu")
+            data = json.loads(js.read_text())
+            self.assertEqual(data["meta"]["clock"], "cpu")
+            # The loop's own split is on the same clock as the run's time: they add up exactly.
+            for c in data["cases"]:
+                self.assertAlmostEqual(sum(c["time_split_seconds"].values()),
+                                       c["spec_seconds"][0], places=9)
 
     def test_a_speculative_output_that_differs_fails_loudly(self):
         rc, _, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic", "--drafter",

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "mini_engine/core/clock.h"
 #include "mini_engine/spec/loop.h"
 #include "mini_engine/targets/toy_target.h"
 #include "prompt_lookup.h"
@@ -36,6 +37,29 @@ class CountingTarget final : public Target {
   void truncate(int n) override { inner.truncate(n); }
   ToyTarget inner{ToyTargetConfig{}};
   int extended_rows = 0, appended_rows = 0;
+};
+// A periodic ToyTarget whose calls take simulated time: 0.5 s an append (the prefill), 1 s an
+// extend (a decode step or a verify pass).
+class SlowTarget final : public Target {
+ public:
+  explicit SlowTarget(SimulatedClock& clock) : clock_(clock) {}
+  std::string name() const override { return inner.name(); }
+  int vocab_size() const override { return inner.vocab_size(); }
+  int max_length() const override { return inner.max_length(); }
+  std::span<const Token> tokens() const override { return inner.tokens(); }
+  Logits extend(std::span<const Token> t) override {
+    clock_.advance(1.0);
+    return inner.extend(t);
+  }
+  void append(std::span<const Token> t) override {
+    clock_.advance(0.5);
+    inner.append(t);
+  }
+  void truncate(int n) override { inner.truncate(n); }
+  ToyTarget inner{ToyTargetConfig{.regime = ToyRegime::periodic, .seed = 3, .period = 5}};
+
+ private:
+  SimulatedClock& clock_;
 };
 }  // namespace
 
@@ -141,6 +165,32 @@ TEST_SUITE("engine / speculative loop") {
     const auto second = run_baseline(t, prompt, dc);
     ToyTarget fresh(ToyTargetConfig{});
     CHECK(run_baseline(fresh, prompt, dc).tokens == second.tokens);
+  }
+
+  TEST_CASE("the loops time prefill, draft and verify on the clock the config names") {
+    // Each loop on its own target and clock: 0.5 s of prefill, 1 s per target run, and drafting
+    // takes no simulated time. The wall clock would give none of these exact figures.
+    SimulatedClock base_clock, spec_clock;
+    SlowTarget base_target(base_clock), spec_target(spec_clock);
+    const auto prompt = base_target.inner.make_prompt(8);
+    DecodeConfig dc;
+    dc.max_new_tokens = 20;
+    dc.clock = &base_clock;
+    const auto base = run_baseline(base_target, prompt, dc);
+    CHECK(base.stats.prefill_seconds == 0.5);
+    CHECK(base.stats.verify_seconds == 20.0);
+    CHECK(base.stats.total_seconds == 20.5);
+
+    PromptLookupDrafter d(1);
+    dc.k = 4;
+    dc.clock = &spec_clock;
+    const auto spec = run_speculative(spec_target, d, greedy_verify_rule(), prompt, dc);
+    CHECK(spec.tokens == base.tokens);
+    CHECK(spec.stats.target_runs < 20);  // periodic text: drafts land
+    CHECK(spec.stats.prefill_seconds == 0.5);
+    CHECK(spec.stats.draft_seconds == 0.0);
+    CHECK(spec.stats.verify_seconds == static_cast<double>(spec.stats.target_runs));
+    CHECK(spec.stats.total_seconds == spec_clock.now());
   }
 
   TEST_CASE("a full context is a clear ContextOverflow, not a crash") {

@@ -114,13 +114,22 @@ double process_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+// This process's CPU time as a Clock: under --clock cpu the loops time themselves with it, so
+// their whole split (prefill, draft, verify) is in CPU seconds.
+class ProcessCpuClock final : public Clock {
+ public:
+  double now() const override { return process_cpu_seconds(); }
+};
+
 // Decodes one conversation turn by turn and returns its outputs (one per turn). Adds the stats
 // to `all` (and turns 2.. to `later`) and the time to `seconds`: wall-clock time, or with
-// `cpu_clock` this process's CPU time.
+// `cpu_clock` this process's CPU time (the stats are then in CPU seconds too).
 std::vector<std::vector<Token>> run_conversation(Model& model, const Conversation& c,
                                                  Drafter* drafter, const VerifyRule& verify,
                                                  DecodeConfig dc, SpecStats& all, SpecStats& later,
                                                  double& seconds, bool cpu_clock) {
+  static const ProcessCpuClock cpu;
+  if (cpu_clock) dc.clock = &cpu;
   dc.stop_tokens = model.codec->stop_tokens();
   model.target->truncate(0);  // no prefill left over from the previous run
   std::vector<Token> history = model.codec->system_prompt(c.system);
@@ -128,9 +137,7 @@ std::vector<std::vector<Token>> run_conversation(Model& model, const Conversatio
   for (size_t t = 0; t < c.turns.size(); ++t) {
     const std::vector<Token> user = model.codec->user_turn(c.turns[t]);
     history.insert(history.end(), user.begin(), user.end());
-    const double cpu0 = process_cpu_seconds();
     const GenerationResult r = run_decode(*model.target, drafter, verify, history, dc);
-    const double cpu_used = process_cpu_seconds() - cpu0;
     for (SpecStats* s : {&all, t > 0 ? &later : nullptr}) {
       if (s == nullptr) continue;
       s->prompt_tokens += r.stats.prompt_tokens;
@@ -150,7 +157,7 @@ std::vector<std::vector<Token>> run_conversation(Model& model, const Conversatio
       grow(s->accepted_at, r.stats.accepted_at);
       grow(s->accept_length_hist, r.stats.accept_length_hist);
     }
-    seconds += cpu_clock ? cpu_used : r.stats.total_seconds;
+    seconds += r.stats.total_seconds;
     history.insert(history.end(), r.tokens.begin(), r.tokens.end());
     const std::vector<Token> close = model.codec->close_reply(r.stopped);
     history.insert(history.end(), close.begin(), close.end());
@@ -173,13 +180,6 @@ std::string describe_mismatch(const std::vector<std::vector<Token>>& base,
   }
   return "the number of turns differs";
 }
-
-// This process's CPU time as a Clock, so the batched loop's own split (prefill, decode) is in
-// CPU seconds too under --clock cpu.
-class ProcessCpuClock final : public Clock {
- public:
-  double now() const override { return process_cpu_seconds(); }
-};
 
 // One batched case: a drafter configuration at one batch size.
 struct BatchCaseResult {

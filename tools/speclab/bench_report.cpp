@@ -132,8 +132,7 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
                "repeats).\n"
                "acc%%: accepted / drafted. "
                "speedup: plain time / speculative time (%s clock), median over repeats.\n"
-               "decode only: the same without the prompt's prefill (wall clock), median over "
-               "repeats.\n",
+               "decode only: the same without the prompt's prefill, median over repeats.\n",
                meta.clock.c_str());
 }
 

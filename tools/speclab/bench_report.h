@@ -24,7 +24,7 @@ struct CaseResult {
   std::vector<std::int64_t> conversation_emitted, conversation_runs;
   std::vector<double> base_seconds;  // per repeat: plain decoding's time over the workload
   std::vector<double> spec_seconds;  // per repeat: speculative decoding's (BenchMeta::clock)
-  // Per repeat: the same two without the prompts' prefill, on the wall clock.
+  // Per repeat: the same two without the prompts' prefill (BenchMeta::clock).
   std::vector<double> base_decode_seconds, spec_decode_seconds;
   int mismatches = 0;          // outputs that differed from plain decoding (must be 0)
   std::string first_mismatch;  // where the first one was
