@@ -28,3 +28,20 @@ TEST_CASE("a case's end-to-end and decode-only speedups are per-repeat medians")
   CHECK(c.speedup_median() == doctest::Approx(2.0));
   CHECK(c.decode_speedup() == doctest::Approx(4.0));
 }
+
+TEST_CASE("a case's run cost: a speculative round's time over a plain step's, per-repeat median") {
+  CaseResult c;
+  c.base_decode_seconds = {1.0, 1.0, 1.0};  // 10 plain steps a repeat: 0.1 s each
+  c.base_runs = {10, 10, 10};
+  c.spec_decode_seconds = {0.6, 0.6, 2.0};  // 4 rounds a repeat: 0.15 s each, but the third
+  c.spec_runs = {4, 4, 4};                  // repeat hit a slow spell (0.5 s each)
+  CHECK(c.run_cost() == doctest::Approx(1.5));
+  // The bench's identity: decoding speeds up by tokens per run over the cost of a run, here
+  // 10 / 4 = 2.5 tokens per run at 1.5 steps a run.
+  CHECK(c.decode_speedup() == doctest::Approx(2.5 / 1.5));
+
+  c.spec_runs = {0, 4, 4};  // a repeat without a round has no cost to report: skipped
+  c.spec_decode_seconds = {0.0, 0.6, 0.6};
+  CHECK(c.run_cost() == doctest::Approx(1.5));
+  CHECK(CaseResult{}.run_cost() == 0.0);
+}

@@ -318,6 +318,19 @@ class Bench(unittest.TestCase):
                 ratios = [p / s for p, s in zip(c["plain_decode_seconds"],
                                                 c["spec_decode_seconds"])]
                 self.assertAlmostEqual(c["decode_speedup"], sum(ratios) / 2, places=9)
+                # Run cost: a round's time over a plain step's, per repeat, and its median. Plain
+                # decoding runs the target once a token; with the same tokens emitted, each
+                # repeat's decode-only speedup is its AL over its run cost (prompt lookup has the
+                # same AL in every repeat; auto's choices follow the timings, so its ALs differ).
+                self.assertEqual(c["plain_target_runs"], [c["emitted"] // 2] * 2)
+                self.assertEqual(sum(c["spec_target_runs"]), c["target_runs"])
+                costs = [(s / r) / (p / b) for p, s, b, r in zip(
+                    c["plain_decode_seconds"], c["spec_decode_seconds"], c["plain_target_runs"],
+                    c["spec_target_runs"])]
+                self.assertAlmostEqual(c["run_cost"], sum(costs) / 2, places=9)
+                if c["drafter"] == "prompt-lookup":
+                    for ratio, cost in zip(ratios, costs):
+                        self.assertAlmostEqual(ratio * cost, c["tokens_per_run"], places=9)
                 self.assertEqual(len(c["acceptance_by_position"]) <= c["k"], True)
             # Each case is timed against its own plain runs (back to back with its speculative
             # ones), not against one plain run shared by every case of the workload.

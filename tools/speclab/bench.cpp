@@ -469,6 +469,8 @@ int run_bench(const BenchOptions& o) {
       r.spec_seconds.assign(static_cast<size_t>(o.repeats), 0.0);
       r.base_decode_seconds.assign(static_cast<size_t>(o.repeats), 0.0);
       r.spec_decode_seconds.assign(static_cast<size_t>(o.repeats), 0.0);
+      r.base_runs.assign(static_cast<size_t>(o.repeats), 0);
+      r.spec_runs.assign(static_cast<size_t>(o.repeats), 0);
       r.conversation_emitted.assign(w.items.size(), 0);
       r.conversation_runs.assign(w.items.size(), 0);
       results.push_back(r);
@@ -512,6 +514,8 @@ int run_bench(const BenchOptions& o) {
           r.base_decode_seconds[rep] += base_all.total_seconds - base_all.prefill_seconds;
           r.spec_decode_seconds[rep] +=
               r.spec.total_seconds - r.spec.prefill_seconds - spec_decode_before;
+          r.base_runs[rep] += base_all.target_runs;
+          r.spec_runs[rep] += r.spec.target_runs - runs_before;
           // Plain decoding's counters, for its tokens/s.
           r.base.emitted += base_all.emitted;
           r.base.target_runs += base_all.target_runs;

@@ -72,6 +72,19 @@ double CaseResult::decode_speedup() const {
   return median_ratio(base_decode_seconds, spec_decode_seconds);
 }
 
+double CaseResult::run_cost() const {
+  std::vector<double> costs;
+  const size_t n = std::min(
+      {spec_decode_seconds.size(), spec_runs.size(), base_decode_seconds.size(), base_runs.size()});
+  for (size_t i = 0; i < n; ++i) {
+    if (spec_runs[i] <= 0 || base_runs[i] <= 0 || base_decode_seconds[i] <= 0) continue;
+    const double spec_round = spec_decode_seconds[i] / static_cast<double>(spec_runs[i]);
+    const double plain_step = base_decode_seconds[i] / static_cast<double>(base_runs[i]);
+    costs.push_back(spec_round / plain_step);
+  }
+  return median(costs);
+}
+
 std::vector<double> CaseResult::conversation_al() const {
   std::vector<double> al;
   for (size_t i = 0; i < conversation_runs.size() && i < conversation_emitted.size(); ++i) {
@@ -99,12 +112,14 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
                meta.model.c_str(), meta.lab_impl.c_str(),
                meta.temperature == 0.0 ? "greedy" : "sampled", meta.max_new_tokens, meta.repeats,
                meta.clock.c_str());
-  std::fprintf(out, "%-16s %-14s %3s %3s %6s %11s %6s %6s %8s %9s %9s %8s %7s  %s\n", "workload",
-               "drafter", "k", "n", "AL", "AL range", multi_turn ? "AL t2+" : "", "acc%", "draft",
-               "plain", "spec", "speedup", "decode", "acceptance by draft position");
+  std::fprintf(out, "%-16s %-14s %3s %3s %6s %11s %6s %6s %8s %9s %9s %8s %7s %5s  %s\n",
+               "workload", "drafter", "k", "n", "AL", "AL range", multi_turn ? "AL t2+" : "",
+               "acc%", "draft", "plain", "spec", "speedup", "decode", "run",
+               "acceptance by draft position");
   const std::string clock = "(" + meta.clock + ")";
-  std::fprintf(out, "%-16s %-14s %3s %3s %6s %11s %6s %6s %8s %9s %9s %8s %7s\n", "", "", "", "",
-               "tok/run", "by prompt", "", "", "us/tok", "tok/s", "tok/s", clock.c_str(), "only");
+  std::fprintf(out, "%-16s %-14s %3s %3s %6s %11s %6s %6s %8s %9s %9s %8s %7s %5s\n", "", "", "",
+               "", "tok/run", "by prompt", "", "", "us/tok", "tok/s", "tok/s", clock.c_str(),
+               "only", "cost");
   std::string last_workload;
   for (const CaseResult& c : cases) {
     if (!last_workload.empty() && c.workload != last_workload) std::fputc('\n', out);
@@ -117,14 +132,15 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
     } else if (multi_turn) {
       std::snprintf(t2, sizeof t2, "-");
     }
-    std::fprintf(out,
-                 "%-16s %-14s %3d %3s %6.2f %11s %6s %5.1f%% %8.1f %9.1f %9.1f %7.2fx %6.2fx  "
-                 "%s%s\n",
-                 c.workload.c_str(), c.drafter.c_str(), c.k, n_text, c.spec.tokens_per_run(),
-                 c.al_range().c_str(), t2, 100.0 * c.spec.acceptance_rate(), c.draft_us_per_token(),
-                 c.base_tokens_per_second(), c.spec_tokens_per_second(), c.speedup_median(),
-                 c.decode_speedup(), acceptance_by_position(c.spec, " ", 2).c_str(),
-                 c.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
+    std::fprintf(
+        out,
+        "%-16s %-14s %3d %3s %6.2f %11s %6s %5.1f%% %8.1f %9.1f %9.1f %7.2fx %6.2fx %5.2f  "
+        "%s%s\n",
+        c.workload.c_str(), c.drafter.c_str(), c.k, n_text, c.spec.tokens_per_run(),
+        c.al_range().c_str(), t2, 100.0 * c.spec.acceptance_rate(), c.draft_us_per_token(),
+        c.base_tokens_per_second(), c.spec_tokens_per_second(), c.speedup_median(),
+        c.decode_speedup(), c.run_cost(), acceptance_by_position(c.spec, " ", 2).c_str(),
+        c.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
   }
   std::fprintf(out,
                "\nAL: tokens per target run (mean acceptance length); AL range: the lowest and "
@@ -132,7 +148,9 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
                "repeats).\n"
                "acc%%: accepted / drafted. "
                "speedup: plain time / speculative time (%s clock), median over repeats.\n"
-               "decode only: the same without the prompt's prefill, median over repeats.\n",
+               "decode only: the same without the prompt's prefill, median over repeats.\n"
+               "run cost: one speculative round (draft, verify pass, bookkeeping) in plain decode "
+               "steps, median over repeats: the machine's side of decode only = AL / run cost.\n",
                meta.clock.c_str());
 }
 
@@ -146,7 +164,7 @@ void write_csv(const std::string& path, const BenchMeta& meta,
          "draft_us_per_token,"
          "plain_tokens_per_s,spec_tokens_per_s,speedup_median,decode_speedup,plain_seconds,"
          "spec_seconds,"
-         "identical,target_runs_turn2plus,emitted_turn2plus\n";
+         "identical,target_runs_turn2plus,emitted_turn2plus,run_cost\n";
   for (const CaseResult& c : cases) {
     const auto joined = [](const std::vector<double>& values) {
       std::string out;
@@ -170,7 +188,8 @@ void write_csv(const std::string& path, const BenchMeta& meta,
         << ',' << c.draft_us_per_token() << ',' << c.base_tokens_per_second() << ','
         << c.spec_tokens_per_second() << ',' << c.speedup_median() << ',' << c.decode_speedup()
         << ',' << base_s << ',' << spec_s << ',' << (c.mismatches == 0 ? "true" : "false") << ','
-        << c.spec_later_turns.target_runs << ',' << c.spec_later_turns.emitted << '\n';
+        << c.spec_later_turns.target_runs << ',' << c.spec_later_turns.emitted << ','
+        << c.run_cost() << '\n';
   }
   if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
 }
@@ -221,10 +240,13 @@ void write_json(const std::string& path, const BenchMeta& meta,
         {"spec_tokens_per_s", c.spec_tokens_per_second()},
         {"speedup_median", c.speedup_median()},
         {"decode_speedup", c.decode_speedup()},
+        {"run_cost", c.run_cost()},
         {"plain_seconds", c.base_seconds},
         {"spec_seconds", c.spec_seconds},
         {"plain_decode_seconds", c.base_decode_seconds},
         {"spec_decode_seconds", c.spec_decode_seconds},
+        {"plain_target_runs", c.base_runs},
+        {"spec_target_runs", c.spec_runs},
         {"identical", c.mismatches == 0},
         {"target_runs_turn2plus", c.spec_later_turns.target_runs},
         {"emitted_turn2plus", c.spec_later_turns.emitted},

@@ -26,6 +26,8 @@ struct CaseResult {
   std::vector<double> spec_seconds;  // per repeat: speculative decoding's (BenchMeta::clock)
   // Per repeat: the same two without the prompts' prefill (BenchMeta::clock).
   std::vector<double> base_decode_seconds, spec_decode_seconds;
+  // Per repeat: the target runs of those decodes (plain: one a token; speculative: one a round).
+  std::vector<std::int64_t> base_runs, spec_runs;
   int mismatches = 0;          // outputs that differed from plain decoding (must be 0)
   std::string first_mismatch;  // where the first one was
 
@@ -36,6 +38,12 @@ struct CaseResult {
   // Median over repeats of base_decode_seconds / spec_decode_seconds: the speedup of the
   // decoding itself, which the end-to-end figure dilutes with the prompt's prefill.
   double decode_speedup() const;
+  // Median over repeats of (spec_decode_seconds / spec_runs) / (base_decode_seconds / base_runs):
+  // what one speculative round (drafting, the verify pass over k + 1 tokens, the bookkeeping)
+  // costs in plain decode steps on this machine, now. The drafter and the text set the AL, the
+  // machine sets this, and per repeat decode_speedup = AL / run_cost exactly (both decodes emit
+  // the same tokens). 0 when no repeat has a round.
+  double run_cost() const;
   // The AL (tokens per run) of each conversation. The mean AL lies between their lowest and
   // highest.
   std::vector<double> conversation_al() const;
