@@ -1,0 +1,119 @@
+"""What the book's studies share (tools/study_lab07, tools/study_results): `speclab bench` runs
+saved as CSV files under data/study/NAME/, a note of when and on what machine they ran, and the
+three commands `run`, `render` and `check`. The chapter's tables live between
+`<!-- PREFIX:NAME -->` markers (generated.py) and are rendered from the saved files only."""
+import argparse
+import csv
+import datetime
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import generated
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def read_csv(data, name):
+    """The rows of data/NAME.csv as dicts. Exits with a message when the file is missing."""
+    path = data / f"{name}.csv"
+    if not path.is_file():
+        sys.exit(f"{path} is missing: run the study's `run` command first")
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def read_meta(data):
+    """data/meta.json, which `run` writes. Exits with a message when it is missing."""
+    path = data / "meta.json"
+    if not path.is_file():
+        sys.exit(f"{path} is missing: run the study's `run` command first")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def cpu_description():
+    """The CPU as /proc/cpuinfo names it, with its family and model and the widest integer dot
+    product it offers (what the CPU kernels use), e.g. 'AMD EPYC (family 26, model 2, AVX-512
+    VNNI), 2 cores'. Just the core count where /proc/cpuinfo is missing."""
+    info = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
+    except OSError:
+        return f"{os.cpu_count()} CPU cores"
+    flags = set(info.get("flags", "").split())
+    isa = ("AVX-512 VNNI" if "avx512_vnni" in flags else "AVX-VNNI" if "avx_vnni" in flags
+           else "AVX2" if "avx2" in flags else "no AVX2")
+    name = info.get("model name", "unknown CPU")
+    return (f"{name} (family {info.get('cpu family', '?')}, model {info.get('model', '?')}, "
+            f"{isa}), {os.cpu_count()} cores")
+
+
+def run_benches(speclab, runs, data, threads, lab_impl):
+    """Runs `speclab bench --model smollm2 --threads THREADS ARGS` for each NAME: ARGS of `runs`,
+    saving its CSV as data/NAME.csv, and writes data/meta.json. Exits when a bench fails."""
+    if not Path(speclab).is_file():
+        sys.exit(f"{speclab} is missing: build first (cmake --build build)")
+    data.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.pop("LAB_IMPL", None)
+    if lab_impl:
+        env["LAB_IMPL"] = lab_impl
+    load = os.getloadavg()[0]
+    start = datetime.datetime.now(datetime.timezone.utc)
+    for name, args in runs.items():
+        cmd = [str(speclab), "bench", "--model", "smollm2", "--threads", str(threads),
+               "--no-progress", "--csv", str(data / f"{name}.csv"), *args]
+        if "--batch" not in args:  # batched runs write no JSON (and take no --json)
+            cmd += ["--json", ""]
+        print("+", " ".join(cmd), flush=True)
+        if subprocess.run(cmd, env=env).returncode != 0:
+            sys.exit(f"the bench for '{name}' failed (see above); the saved data is incomplete")
+    minutes = (datetime.datetime.now(datetime.timezone.utc) - start).total_seconds() / 60
+    meta = {
+        "date": start.strftime("%Y-%m-%d"),
+        "machine": cpu_description(),
+        "lab_impl": lab_impl or "solution",
+        "threads": threads,
+        "load_before": f"{load:.1f}",
+        "minutes": minutes,
+    }
+    (data / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
+
+def main(doc, *, chapter, data, prefix, renderers, runs, threads, threads_help):
+    """The study's command line: `run` (bench, save, render), `render` and `check`."""
+    tool = f"tools/{Path(sys.argv[0]).name}"
+
+    def rendered():
+        return generated.filled(chapter, prefix, renderers)
+
+    def render(_a):
+        chapter.write_text(rendered(), encoding="utf-8")
+        print(f"wrote the study tables into {chapter.relative_to(ROOT)}")
+        return 0
+
+    def check(_a):
+        return generated.check(chapter, rendered(), f"{data.relative_to(ROOT)}/",
+                               f"`{tool} render` (or `run` to measure again)")
+
+    def run(a):
+        run_benches(a.bin, runs, data, a.threads, a.lab_impl)
+        return render(a)
+
+    p = argparse.ArgumentParser(prog=tool, description=doc,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run the benches, save the CSVs, rewrite the tables")
+    r.add_argument("--bin", default=str(ROOT / "build" / "bin" / "speclab"))
+    r.add_argument("--threads", type=int, default=threads, help=threads_help)
+    r.add_argument("--lab-impl", default="", help="solution (default) or starter")
+    r.set_defaults(fn=run)
+    sub.add_parser("render", help="rewrite the tables from the saved CSVs").set_defaults(fn=render)
+    sub.add_parser("check", help="exit 1 if the tables differ from the saved CSVs").set_defaults(
+        fn=check)
+    a = p.parse_args()
+    return a.fn(a)
