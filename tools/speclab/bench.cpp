@@ -9,7 +9,6 @@
 // starts from an empty KV cache, so neither side gets the other's prefill for free; a later turn
 // reuses its own conversation's cache, as a chat server would. A case gets a fresh drafter per
 // conversation, kept across that conversation's turns.
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "bench_report.h"
+#include "bench_run.h"
 #include "commands.h"
 #include "factory.h"
 #include "mini_engine/spec/batch_loop.h"
@@ -105,65 +105,6 @@ Workload toy_workload(const std::string& name, const Model& model) {
         {"len" + std::to_string(length), "", {model.codec->decode(toy->make_prompt(length))}});
   }
   return w;
-}
-
-// This process's CPU time (every thread's), in seconds.
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-// This process's CPU time as a Clock: under --clock cpu the loops time themselves with it, so
-// their whole split (prefill, draft, verify) is in CPU seconds.
-class ProcessCpuClock final : public Clock {
- public:
-  double now() const override { return process_cpu_seconds(); }
-};
-
-// Decodes one conversation turn by turn and returns its outputs (one per turn). Adds the stats
-// to `all` (and turns 2.. to `later`) and the time to `seconds`: wall-clock time, or with
-// `cpu_clock` this process's CPU time (the stats are then in CPU seconds too).
-std::vector<std::vector<Token>> run_conversation(Model& model, const Conversation& c,
-                                                 Drafter* drafter, const VerifyRule& verify,
-                                                 DecodeConfig dc, SpecStats& all, SpecStats& later,
-                                                 double& seconds, bool cpu_clock) {
-  static const ProcessCpuClock cpu;
-  if (cpu_clock) dc.clock = &cpu;
-  dc.stop_tokens = model.codec->stop_tokens();
-  model.target->truncate(0);  // no prefill left over from the previous run
-  std::vector<Token> history = model.codec->system_prompt(c.system);
-  std::vector<std::vector<Token>> outputs;
-  for (size_t t = 0; t < c.turns.size(); ++t) {
-    const std::vector<Token> user = model.codec->user_turn(c.turns[t]);
-    history.insert(history.end(), user.begin(), user.end());
-    const GenerationResult r = run_decode(*model.target, drafter, verify, history, dc);
-    for (SpecStats* s : {&all, t > 0 ? &later : nullptr}) {
-      if (s == nullptr) continue;
-      s->prompt_tokens += r.stats.prompt_tokens;
-      s->target_runs += r.stats.target_runs;
-      s->drafted += r.stats.drafted;
-      s->accepted += r.stats.accepted;
-      s->emitted += r.stats.emitted;
-      s->prefill_seconds += r.stats.prefill_seconds;
-      s->draft_seconds += r.stats.draft_seconds;
-      s->verify_seconds += r.stats.verify_seconds;
-      s->total_seconds += r.stats.total_seconds;
-      const auto grow = [](std::vector<std::int64_t>& into, const std::vector<std::int64_t>& from) {
-        if (into.size() < from.size()) into.resize(from.size(), 0);
-        for (size_t i = 0; i < from.size(); ++i) into[i] += from[i];
-      };
-      grow(s->drafted_at, r.stats.drafted_at);
-      grow(s->accepted_at, r.stats.accepted_at);
-      grow(s->accept_length_hist, r.stats.accept_length_hist);
-    }
-    seconds += r.stats.total_seconds;
-    history.insert(history.end(), r.tokens.begin(), r.tokens.end());
-    const std::vector<Token> close = model.codec->close_reply(r.stopped);
-    history.insert(history.end(), close.begin(), close.end());
-    outputs.push_back(r.tokens);
-  }
-  return outputs;
 }
 
 std::string describe_mismatch(const std::vector<std::vector<Token>>& base,
