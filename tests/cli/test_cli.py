@@ -455,6 +455,10 @@ class RealModel(unittest.TestCase):
             self.assertEqual([r["batch"] for r in rows], ["1", "2"])
             self.assertEqual({r["mismatches"] for r in rows}, {"0"})
             self.assertEqual(rows[0]["emitted"], rows[1]["emitted"], "the same requests at each size")
+            # A batched speculative step's cost in batched plain steps: T(b, k) / T(b, 0).
+            for r in rows:
+                self.assertGreater(float(r["run_cost"]), 0.5, r)
+            self.assertIn("run cost: one batched speculative step", out)
 
     def test_bench_batch_mode_needs_a_real_model(self):
         rc, _, err = speclab("bench", "--model", "toy", "--batch", "2", "--csv", "", "--json", "")

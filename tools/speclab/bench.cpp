@@ -126,8 +126,9 @@ std::string describe_mismatch(const std::vector<std::vector<Token>>& base,
 struct BatchCaseResult {
   std::string workload, drafter, drafter_name;
   int k = 0, n = 0, batch = 0;
-  std::vector<double> base_seconds, spec_seconds;                 // per repeat: the whole batch
-  std::vector<double> base_decode, spec_decode;                   // per repeat, prefill excluded
+  std::vector<double> base_seconds, spec_seconds;    // per repeat: the whole batch
+  std::vector<double> base_decode, spec_decode;      // per repeat, prefill excluded
+  std::vector<std::int64_t> base_steps, spec_steps;  // per repeat: batched decode steps
   std::int64_t runs = 0, emitted = 0, drafted = 0, accepted = 0;  // speculative, per request
   std::int64_t base_emitted = 0;
   int mismatches = 0;
@@ -171,9 +172,10 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
       }
       // Every request, in consecutive batches of b; the times are summed over the batches.
       const auto run = [&](const std::vector<std::unique_ptr<Drafter>>& drafters, int k,
-                           double& seconds, double& decode) {
+                           double& seconds, double& decode, std::int64_t& steps) {
         std::vector<GenerationResult> out;
         seconds = decode = 0.0;
+        steps = 0;
         for (size_t start = 0; start < prompts.size(); start += static_cast<size_t>(b)) {
           const size_t end = std::min(prompts.size(), start + static_cast<size_t>(b));
           std::vector<BatchRequest> requests(end - start);
@@ -191,13 +193,15 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
           BatchGenerationResult g = run_speculative_batch(*target, requests, verify, config);
           seconds += g.stats.total_seconds;
           decode += g.stats.total_seconds - g.stats.prefill_seconds;
+          steps += g.stats.steps;
           for (GenerationResult& r : g.requests) out.push_back(std::move(r));
         }
         return out;
       };
       for (int rep = 0; rep < o.repeats; ++rep) {
         double base_s = 0.0, base_d = 0.0;
-        const std::vector<GenerationResult> base = run({}, 0, base_s, base_d);
+        std::int64_t base_steps = 0;
+        const std::vector<GenerationResult> base = run({}, 0, base_s, base_d, base_steps);
         progress.advance(1, w.name + " batch " + std::to_string(b) + " plain");
         for (size_t ci = 0; ci < cases.size(); ++ci) {
           const Case& cs = cases[ci];
@@ -209,11 +213,15 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
             drafters.push_back(make_drafter(options, cs.k));
           }
           double spec_s = 0.0, spec_d = 0.0;
-          const std::vector<GenerationResult> spec = run(drafters, cs.k, spec_s, spec_d);
+          std::int64_t spec_steps = 0;
+          const std::vector<GenerationResult> spec =
+              run(drafters, cs.k, spec_s, spec_d, spec_steps);
           r.base_seconds.push_back(base_s);
           r.spec_seconds.push_back(spec_s);
           r.base_decode.push_back(base_d);
           r.spec_decode.push_back(spec_d);
+          r.base_steps.push_back(base_steps);
+          r.spec_steps.push_back(spec_steps);
           for (const GenerationResult& g : base) r.base_emitted += g.stats.emitted;
           for (size_t i = 0; i < spec.size(); ++i) {
             const SpecStats& s = spec[i].stats;
@@ -244,25 +252,31 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
       "size B, decoded in consecutive batches of B\n\n",
       model.description.c_str(), lab_impl(), o.max_new_tokens, o.repeats, o.clock.c_str(),
       total_requests);
-  std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s\n", "workload", "drafter", "k", "n",
-              "batch", "AL", "plain/s", "spec/s", "speedup", "decode");
+  std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s %5s\n", "workload", "drafter", "k", "n",
+              "batch", "AL", "plain/s", "spec/s", "speedup", "decode", "run");
+  std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s %5s\n", "", "", "", "", "", "", "", "",
+              "", "", "cost");
   for (const BatchCaseResult& r : results) {
     const double reps = static_cast<double>(r.base_seconds.size());
     const double base_tps =
         static_cast<double>(r.base_emitted) / std::max(1e-9, reps * median(r.base_seconds));
     const double spec_tps =
         static_cast<double>(r.emitted) / std::max(1e-9, reps * median(r.spec_seconds));
-    std::printf("%-12s %-14s %3d %3s %5d %6.2f %8.1f %8.1f %7.2fx %6.2fx%s\n", r.workload.c_str(),
-                r.drafter.c_str(), r.k, r.n > 0 ? std::to_string(r.n).c_str() : "-", r.batch,
+    std::printf("%-12s %-14s %3d %3s %5d %6.2f %8.1f %8.1f %7.2fx %6.2fx %5.2f%s\n",
+                r.workload.c_str(), r.drafter.c_str(), r.k,
+                r.n > 0 ? std::to_string(r.n).c_str() : "-", r.batch,
                 r.runs ? static_cast<double>(r.emitted) / static_cast<double>(r.runs) : 0.0,
                 base_tps, spec_tps, median_ratio(r.base_seconds, r.spec_seconds),
                 median_ratio(r.base_decode, r.spec_decode),
+                run_cost(r.base_decode, r.base_steps, r.spec_decode, r.spec_steps),
                 r.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
   }
   std::printf(
       "\nAL: tokens per target run, per request. plain/s, spec/s: tokens per second over "
       "the whole batch (median run). speedup: plain time / speculative time, median over "
-      "repeats. decode: the same without the batched prefill. Both on the %s clock.\n",
+      "repeats. decode: the same without the batched prefill. Both on the %s clock.\n"
+      "run cost: one batched speculative step in batched plain steps, median over repeats: the "
+      "measured T(b, k) / T(b, 0) of lab 06 (the batch thins out as requests finish).\n",
       o.clock.c_str());
   std::fflush(stdout);
   if (!o.csv.empty()) {
@@ -272,19 +286,20 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
     std::fprintf(f,
                  "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
                  "batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
-                 "spec_seconds_median,speedup_median,decode_speedup,mismatches\n");
+                 "spec_seconds_median,speedup_median,decode_speedup,mismatches,run_cost\n");
     for (const BatchCaseResult& r : results) {
       std::fprintf(
           f,
           "\"%s\",%s,%s,%d,%d,%s,%s,\"%s\",%d,%d,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,"
-          "%.4f,%.4f,%d\n",
+          "%.4f,%.4f,%d,%.4f\n",
           model.description.c_str(), lab_impl(), o.clock.c_str(), o.max_new_tokens, o.repeats,
           r.workload.c_str(), r.drafter.c_str(), r.drafter_name.c_str(), r.k, r.n, r.batch,
           r.runs ? static_cast<double>(r.emitted) / static_cast<double>(r.runs) : 0.0,
           static_cast<long long>(r.drafted), static_cast<long long>(r.accepted),
           static_cast<long long>(r.emitted), static_cast<long long>(r.runs), median(r.base_seconds),
           median(r.spec_seconds), median_ratio(r.base_seconds, r.spec_seconds),
-          median_ratio(r.base_decode, r.spec_decode), r.mismatches);
+          median_ratio(r.base_decode, r.spec_decode), r.mismatches,
+          run_cost(r.base_decode, r.base_steps, r.spec_decode, r.spec_steps));
     }
     std::fclose(f);
     std::fprintf(stderr, "bench: wrote %s\n", o.csv.c_str());

@@ -72,17 +72,23 @@ double CaseResult::decode_speedup() const {
   return median_ratio(base_decode_seconds, spec_decode_seconds);
 }
 
-double CaseResult::run_cost() const {
+double run_cost(const std::vector<double>& base_decode, const std::vector<std::int64_t>& base_runs,
+                const std::vector<double>& spec_decode,
+                const std::vector<std::int64_t>& spec_runs) {
   std::vector<double> costs;
-  const size_t n = std::min(
-      {spec_decode_seconds.size(), spec_runs.size(), base_decode_seconds.size(), base_runs.size()});
+  const size_t n =
+      std::min({spec_decode.size(), spec_runs.size(), base_decode.size(), base_runs.size()});
   for (size_t i = 0; i < n; ++i) {
-    if (spec_runs[i] <= 0 || base_runs[i] <= 0 || base_decode_seconds[i] <= 0) continue;
-    const double spec_round = spec_decode_seconds[i] / static_cast<double>(spec_runs[i]);
-    const double plain_step = base_decode_seconds[i] / static_cast<double>(base_runs[i]);
+    if (spec_runs[i] <= 0 || base_runs[i] <= 0 || base_decode[i] <= 0) continue;
+    const double spec_round = spec_decode[i] / static_cast<double>(spec_runs[i]);
+    const double plain_step = base_decode[i] / static_cast<double>(base_runs[i]);
     costs.push_back(spec_round / plain_step);
   }
   return median(costs);
+}
+
+double CaseResult::run_cost() const {
+  return cli::run_cost(base_decode_seconds, base_runs, spec_decode_seconds, spec_runs);
 }
 
 std::vector<double> CaseResult::conversation_al() const {

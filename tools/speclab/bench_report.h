@@ -69,6 +69,13 @@ double median(std::vector<double> values);
 // spell of a shared machine moves one ratio, not the result.
 double median_ratio(const std::vector<double>& num, const std::vector<double>& den);
 
+// The median over repeats i of (spec_decode[i] / spec_runs[i]) / (base_decode[i] /
+// base_runs[i]): a speculative round's time in plain decode steps (CaseResult::run_cost; for
+// `--batch`, a batched step's). Skips a repeat with no run or no time on either side, stops at
+// the shortest vector; 0 for none.
+double run_cost(const std::vector<double>& base_decode, const std::vector<std::int64_t>& base_runs,
+                const std::vector<double>& spec_decode, const std::vector<std::int64_t>& spec_runs);
+
 // Prints the table to `out`.
 void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseResult>& cases);
 // Writes the results as CSV / JSON to `path` (parent folders are created). Throws
