@@ -35,7 +35,8 @@ def check(chapter, want, source, fix):
 
 
 def table(header, rows, align="---:"):
-    """A Markdown table."""
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join(align for _ in header) + "|"]
+    """A Markdown table. `align`: one alignment row cell for every column, or a list of them."""
+    aligns = [align] * len(header) if isinstance(align, str) else list(align)
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(aligns) + "|"]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
     return "\n".join(out)
