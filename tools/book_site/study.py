@@ -7,8 +7,10 @@ import csv
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import generated
@@ -53,8 +55,9 @@ def cpu_description():
 
 
 def run_benches(speclab, runs, data, threads, lab_impl):
-    """Runs `speclab bench --model smollm2 --threads THREADS ARGS` for each NAME: ARGS of `runs`,
-    saving its CSV as data/NAME.csv, and writes data/meta.json. Exits when a bench fails."""
+    """Runs `speclab bench --model smollm2 --threads THREADS ARGS` for each NAME: ARGS of `runs`
+    and saves its CSV as data/NAME.csv, with data/meta.json. The files are replaced only when
+    every bench has succeeded; otherwise this exits and the saved data stays as it was."""
     if not Path(speclab).is_file():
         sys.exit(f"{speclab} is missing: build first (cmake --build build)")
     data.mkdir(parents=True, exist_ok=True)
@@ -64,24 +67,27 @@ def run_benches(speclab, runs, data, threads, lab_impl):
         env["LAB_IMPL"] = lab_impl
     load = os.getloadavg()[0]
     start = datetime.datetime.now(datetime.timezone.utc)
-    for name, args in runs.items():
-        cmd = [str(speclab), "bench", "--model", "smollm2", "--threads", str(threads),
-               "--no-progress", "--csv", str(data / f"{name}.csv"), *args]
-        if "--batch" not in args:  # batched runs write no JSON (and take no --json)
-            cmd += ["--json", ""]
-        print("+", " ".join(cmd), flush=True)
-        if subprocess.run(cmd, env=env).returncode != 0:
-            sys.exit(f"the bench for '{name}' failed (see above); the saved data is incomplete")
-    minutes = (datetime.datetime.now(datetime.timezone.utc) - start).total_seconds() / 60
-    meta = {
-        "date": start.strftime("%Y-%m-%d"),
-        "machine": cpu_description(),
-        "lab_impl": lab_impl or "solution",
-        "threads": threads,
-        "load_before": f"{load:.1f}",
-        "minutes": minutes,
-    }
-    (data / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    with tempfile.TemporaryDirectory(dir=data.parent, prefix=f".{data.name}-") as tmp:
+        for name, args in runs.items():
+            cmd = [str(speclab), "bench", "--model", "smollm2", "--threads", str(threads),
+                   "--no-progress", "--csv", str(Path(tmp) / f"{name}.csv"), *args]
+            if "--batch" not in args:  # batched runs write no JSON (and take no --json)
+                cmd += ["--json", ""]
+            print("+", " ".join(cmd), flush=True)
+            if subprocess.run(cmd, env=env).returncode != 0:
+                sys.exit(f"the bench for '{name}' failed (see above); {data} is unchanged")
+        minutes = (datetime.datetime.now(datetime.timezone.utc) - start).total_seconds() / 60
+        meta = {
+            "date": start.strftime("%Y-%m-%d"),
+            "machine": cpu_description(),
+            "lab_impl": lab_impl or "solution",
+            "threads": threads,
+            "load_before": f"{load:.1f}",
+            "minutes": minutes,
+        }
+        for name in runs:
+            shutil.move(str(Path(tmp) / f"{name}.csv"), str(data / f"{name}.csv"))
+        (data / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
 
 def main(doc, *, chapter, data, prefix, renderers, runs, threads, threads_help):
