@@ -533,7 +533,8 @@ void add_bench(CLI::App& app) {
       "The drafter arena: workloads x drafters x parameters x repeats. Each case runs plain and "
       "speculative decoding back to back on the same target (so each speedup is timed side by "
       "side), fails if their outputs differ, and reports "
-      "acceptance length, per-position acceptance, drafter cost and the median wall speedup");
+      "acceptance length, per-position acceptance, drafter cost, the median wall speedup and the "
+      "run cost (a speculative round in plain decode steps: decode-only speedup = AL / run cost)");
   add_target_flags(*cmd, o->target);
   add_drafter_flags(*cmd, o->drafter, &o->drafters, &o->ns);
   cmd->add_option("--k", o->ks, "Drafts per round, comma-separated values to sweep")
