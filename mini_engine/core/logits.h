@@ -29,7 +29,9 @@ class Logits {
   std::vector<float> data_;  // (rows_, vocab_), row-major
 };
 
-// The index of the largest score; ties go to the lowest index. Requires a non-empty row.
+// The index of the largest score; ties go to the lowest index. Requires a non-empty row (throws
+// std::invalid_argument otherwise). As the loop `if (row[i] > row[best]) best = i`: a NaN is
+// never chosen, except at index 0, which nothing compares greater than.
 Token argmax(std::span<const float> row);
 
 }  // namespace speclab

@@ -1,0 +1,77 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "mini_engine/core/logits.h"
+
+using namespace speclab;
+
+namespace {
+
+// What argmax promises, one element at a time: the first index whose score no later score
+// exceeds (ties to the lowest index; a NaN never exceeds anything, and nothing exceeds a NaN).
+Token first_max(const std::vector<float>& row) {
+  size_t best = 0;
+  for (size_t i = 1; i < row.size(); ++i) {
+    if (row[i] > row[best]) best = i;
+  }
+  return static_cast<Token>(best);
+}
+
+// A small deterministic generator (the test must not depend on the library's RNG).
+std::uint32_t next(std::uint32_t& s) {
+  s ^= s << 13;
+  s ^= s >> 17;
+  s ^= s << 5;
+  return s;
+}
+
+}  // namespace
+
+TEST_SUITE("engine / logits") {
+  TEST_CASE("argmax is the first largest score, at every row length and with special values") {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    // Few distinct values, so ties (and +0 against -0) are common, at lengths around the
+    // vector widths and their tails.
+    const float values[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, inf, -inf, nan};
+    std::uint32_t s = 12345;
+    for (int n = 1; n <= 70; ++n) {
+      for (int trial = 0; trial < 200; ++trial) {
+        std::vector<float> row(static_cast<size_t>(n));
+        for (float& x : row) x = values[next(s) % 8];
+        INFO("length " << n << ", trial " << trial);
+        CHECK(argmax(row) == first_max(row));
+      }
+    }
+  }
+
+  TEST_CASE("argmax finds the largest score of a vocabulary-sized row wherever it is") {
+    std::vector<float> row(49152);
+    std::uint32_t s = 777;
+    for (float& x : row) x = static_cast<float>(next(s) % 100000) / 1000.0f - 50.0f;
+    for (int at : {0, 1, 15, 16, 17, 24575, 49135, 49150, 49151}) {
+      std::vector<float> r = row;
+      r[static_cast<size_t>(at)] = 60.0f;
+      CHECK(argmax(r) == at);
+      r[49151 - static_cast<size_t>(at) / 2] = 60.0f;  // an equal score later: the first wins
+      CHECK(argmax(r) == std::min(at, 49151 - at / 2));
+    }
+    CHECK(argmax(row) == first_max(row));
+  }
+
+  TEST_CASE("argmax of a row that starts with NaN is 0, as nothing compares greater") {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<float> row(40, 1.0f);
+    row[0] = nan;
+    CHECK(argmax(row) == 0);
+  }
+
+  TEST_CASE("argmax of an empty row is an error, not a read past the end") {
+    CHECK_THROWS_AS(argmax(std::span<const float>()), std::invalid_argument);
+  }
+}
