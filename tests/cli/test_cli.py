@@ -365,6 +365,38 @@ class Bench(unittest.TestCase):
                 self.assertAlmostEqual(sum(c["time_split_seconds"].values()),
                                        c["spec_seconds"][0], places=9)
 
+    def test_the_cpu_placement_is_recorded(self):
+        """The cross-core round trip before and after the runs, in the table, CSV and JSON;
+        n/a, with the reason, for a process confined to one CPU."""
+        def run(prefix):
+            with tempfile.TemporaryDirectory() as tmp:
+                csv_path, js = Path(tmp) / "r.csv", Path(tmp) / "r.json"
+                p = subprocess.run([*prefix, SPECLAB, "bench", "--model", "toy", "--workload",
+                                    "toy-periodic", "--drafter", "prompt-lookup", "--repeats",
+                                    "1", "--max-new-tokens", "16", "--csv", str(csv_path),
+                                    "--json", str(js)], capture_output=True, text=True,
+                                   timeout=120)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                import csv
+                return (p.stdout, json.loads(js.read_text())["meta"]["core_round_trip_ns"],
+                        list(csv.DictReader(csv_path.open())))
+        if len(os.sched_getaffinity(0)) >= 2:
+            out, meta, rows = run([])
+            line = [l for l in out.splitlines() if l.startswith("cross-core round trip:")]
+            self.assertEqual(len(line), 1, out)
+            for when in ("before", "after"):
+                self.assertGreater(meta[when], 5.0)
+                self.assertLess(meta[when], 1e6)
+                self.assertAlmostEqual(float(rows[0][f"core_round_trip_ns_{when}"]), meta[when],
+                                       places=3)
+                self.assertIn(f"{round(meta[when])} ns {when}", line[0])
+        if shutil.which("taskset"):
+            first = min(os.sched_getaffinity(0))
+            out, meta, rows = run(["taskset", "-c", str(first)])
+            self.assertEqual(meta, {"before": None, "after": None})
+            self.assertEqual(rows[0]["core_round_trip_ns_before"], "")
+            self.assertIn("n/a (this process may run on one CPU only) before the runs", out)
+
     def test_a_speculative_output_that_differs_fails_loudly(self):
         rc, _, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic", "--drafter",
                              "prompt-lookup", "--repeats", "1", "--max-new-tokens", "32",
@@ -464,6 +496,13 @@ class RealModel(unittest.TestCase):
             self.assertAlmostEqual(float(one["decode_speedup"]) * float(one["run_cost"]),
                                    float(one["al"]), delta=0.002)
             self.assertIn("run cost: one batched speculative step", out)
+            # The CPU placement, as in the main mode (Bench.test_the_cpu_placement_is_recorded).
+            self.assertIn("cross-core round trip:", out)
+            if len(os.sched_getaffinity(0)) >= 2:
+                for when in ("before", "after"):
+                    self.assertEqual({r[f"core_round_trip_ns_{when}"] for r in rows},
+                                     {rows[0][f"core_round_trip_ns_{when}"]})
+                    self.assertGreater(float(rows[0][f"core_round_trip_ns_{when}"]), 5.0)
 
     def test_bench_batch_mode_needs_a_real_model(self):
         rc, _, err = speclab("bench", "--model", "toy", "--batch", "2", "--csv", "", "--json", "")

@@ -54,6 +54,30 @@ def cpu_description():
             f"{isa}), {os.cpu_count()} cores")
 
 
+def round_trips(csv_paths):
+    """Every cross-core round trip (ns) that the benches measured before and after their runs,
+    from their CSVs' core_round_trip_ns_before / _after columns (empty where not measured)."""
+    found = []
+    for path in csv_paths:
+        with open(path, newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                for key in ("core_round_trip_ns_before", "core_round_trip_ns_after"):
+                    if row.get(key):
+                        found.append(float(row[key]))
+    return found
+
+
+def round_trip_text(meta):
+    """', cross-core round trip 79 to 372 ns' from meta.json, or '' for data measured before the
+    bench recorded it."""
+    trips = meta.get("core_round_trip_ns")
+    if not trips:
+        return ""
+    lo, hi = (round(t) for t in trips)
+    return f", cross-core round trip {lo} ns" if lo == hi else \
+        f", cross-core round trip {lo} to {hi} ns"
+
+
 def run_benches(speclab, runs, data, threads, lab_impl):
     """Runs `speclab bench --model smollm2 --threads THREADS ARGS` for each NAME: ARGS of `runs`
     and saves its CSV as data/NAME.csv, with data/meta.json. The files are replaced only when
@@ -85,6 +109,9 @@ def run_benches(speclab, runs, data, threads, lab_impl):
             "load_before": f"{load:.1f}",
             "minutes": minutes,
         }
+        trips = round_trips([Path(tmp) / f"{name}.csv" for name in runs])
+        if trips:  # where the host had put the two CPUs (speclab bench's cross-core round trip)
+            meta["core_round_trip_ns"] = [min(trips), max(trips)]
         for name in runs:
             shutil.move(str(Path(tmp) / f"{name}.csv"), str(data / f"{name}.csv"))
         (data / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")

@@ -148,6 +148,7 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
   const long total =
       static_cast<long>(workloads.size() * o.batches.size() * (1 + cases.size())) * o.repeats;
   ProgressBar progress(total, !o.no_progress && isatty(fileno(stderr)) != 0);
+  const CoreRoundTrip round_trip_before = measure_core_round_trip();
   for (const Workload& w : workloads) {
     for (int b : o.batches) {
       // The same `total` requests at every batch size, so AL and work are equal across sizes.
@@ -245,13 +246,14 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
     }
   }
   progress.clear();
+  const CoreRoundTrip round_trip_after = measure_core_round_trip();
 
   std::printf(
       "speclab bench --batch: %s, LAB_IMPL=%s, max-new-tokens %d, %d repeats, %s clock\n"
       "first turns only: %d requests (the workload's conversations in turn) at every batch "
-      "size B, decoded in consecutive batches of B\n\n",
+      "size B, decoded in consecutive batches of B\n%s\n",
       model.description.c_str(), lab_impl(), o.max_new_tokens, o.repeats, o.clock.c_str(),
-      total_requests);
+      total_requests, round_trip_line(round_trip_before, round_trip_after).c_str());
   std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s %5s\n", "workload", "drafter", "k", "n",
               "batch", "AL", "plain/s", "spec/s", "speedup", "decode", "run");
   std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s %5s\n", "", "", "", "", "", "", "", "",
@@ -286,12 +288,13 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
     std::fprintf(f,
                  "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
                  "batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
-                 "spec_seconds_median,speedup_median,decode_speedup,mismatches,run_cost\n");
+                 "spec_seconds_median,speedup_median,decode_speedup,mismatches,run_cost,"
+                 "core_round_trip_ns_before,core_round_trip_ns_after\n");
     for (const BatchCaseResult& r : results) {
       std::fprintf(
           f,
           "\"%s\",%s,%s,%d,%d,%s,%s,\"%s\",%d,%d,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,"
-          "%.4f,%.4f,%d,%.4f\n",
+          "%.4f,%.4f,%d,%.4f,%s,%s\n",
           model.description.c_str(), lab_impl(), o.clock.c_str(), o.max_new_tokens, o.repeats,
           r.workload.c_str(), r.drafter.c_str(), r.drafter_name.c_str(), r.k, r.n, r.batch,
           r.runs ? static_cast<double>(r.emitted) / static_cast<double>(r.runs) : 0.0,
@@ -299,7 +302,8 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
           static_cast<long long>(r.emitted), static_cast<long long>(r.runs), median(r.base_seconds),
           median(r.spec_seconds), median_ratio(r.base_seconds, r.spec_seconds),
           median_ratio(r.base_decode, r.spec_decode), r.mismatches,
-          run_cost(r.base_decode, r.base_steps, r.spec_decode, r.spec_steps));
+          run_cost(r.base_decode, r.base_steps, r.spec_decode, r.spec_steps),
+          round_trip_csv(round_trip_before).c_str(), round_trip_csv(round_trip_after).c_str());
     }
     std::fclose(f);
     std::fprintf(stderr, "bench: wrote %s\n", o.csv.c_str());
@@ -439,6 +443,7 @@ int run_bench(const BenchOptions& o) {
   ProgressBar progress(total_runs, !o.no_progress && isatty(fileno(stderr)) != 0);
   int mismatches = 0;
   const bool cpu_clock = o.clock == "cpu";
+  const CoreRoundTrip round_trip_before = measure_core_round_trip();
   for (int rep = 0; rep < o.repeats; ++rep) {
     size_t result_base = 0;
     for (const Workload& w : workloads) {
@@ -496,6 +501,7 @@ int run_bench(const BenchOptions& o) {
     }
   }
   progress.clear();
+  const CoreRoundTrip round_trip_after = measure_core_round_trip();
 
   BenchMeta meta;
   meta.model = toy ? "toy target" : shared.description;
@@ -506,6 +512,8 @@ int run_bench(const BenchOptions& o) {
   meta.seed = o.seed;
   meta.threads = o.target.threads;
   meta.clock = o.clock;
+  meta.round_trip_before = round_trip_before;
+  meta.round_trip_after = round_trip_after;
   print_table(stdout, meta, results);
   std::fflush(stdout);
   if (!o.csv.empty()) write_csv(o.csv, meta, results);

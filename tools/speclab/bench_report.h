@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core_probe.h"
 #include "mini_engine/spec/stats.h"
 
 namespace speclab::cli {
@@ -60,7 +61,15 @@ struct BenchMeta {
   std::uint64_t seed = 0;
   int threads = 0;
   std::string clock = "wall";  // how runs were timed: wall or cpu
+  // Where the host had put the process's CPUs just before and just after the runs (core_probe.h).
+  CoreRoundTrip round_trip_before, round_trip_after;
 };
+
+// "cross-core round trip: 80 ns before the runs, 372 ns after (...)\n": the table's line on the
+// CPU placement, in either mode of bench.
+std::string round_trip_line(const CoreRoundTrip& before, const CoreRoundTrip& after);
+// A round trip as a CSV field: the nanoseconds, or empty where it was not measured.
+std::string round_trip_csv(const CoreRoundTrip& rt);
 
 // The median of `values`; 0 for none.
 double median(std::vector<double> values);

@@ -1,0 +1,42 @@
+#include <doctest/doctest.h>
+#include <sched.h>
+
+#include <cmath>
+
+#include "core_probe.h"
+
+using namespace speclab;
+
+TEST_SUITE("cli / core probe") {
+  TEST_CASE("the cross-core round trip is measured between two CPUs, in a plausible range") {
+    cpu_set_t mine;
+    REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
+    if (CPU_COUNT(&mine) < 2) {
+      MESSAGE("this process may run on one CPU only: nothing to measure here");
+      return;
+    }
+    const CoreRoundTrip rt = measure_core_round_trip();
+    INFO(rt.error);
+    REQUIRE(rt.ok());
+    // A cache line's round trip between cores takes tens to hundreds of nanoseconds; even a
+    // descheduled partner thread stays far below a millisecond in the median of the batches.
+    CHECK(rt.ns > 5.0);
+    CHECK(rt.ns < 1e6);
+    CHECK(describe(rt) == std::to_string(static_cast<long>(std::lround(rt.ns))) + " ns");
+  }
+
+  TEST_CASE("with one CPU there is no round trip to measure, and the reason says so") {
+    cpu_set_t saved, one;
+    REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
+    int first = 0;
+    while (!CPU_ISSET(first, &saved)) ++first;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+    const CoreRoundTrip rt = measure_core_round_trip();
+    REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);  // before any CHECK can return
+    CHECK_FALSE(rt.ok());
+    CHECK(rt.error.find("one CPU") != std::string::npos);
+    CHECK(describe(rt).rfind("n/a", 0) == 0);
+  }
+}

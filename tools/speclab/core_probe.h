@@ -1,0 +1,32 @@
+#pragma once
+// Where the host has put this process's CPUs, measured: the round trip of a cache line between
+// two of them.
+//
+// Why speclab bench measures it: on a shared virtual machine the host may place the two CPUs on
+// one die (they share a last-level cache: a round trip of about 80 ns on the Zen 5 host of
+// book/engine_forward.md) or on two dies (about 370 ns), and may move them from one to the other
+// within minutes. The two placements give different speedups for the same code: on two dies a
+// decode step gets more memory bandwidth while a verify pass does not get faster, so the run cost
+// rises and the speedup falls. bench prints the round trip before and after its runs so that a
+// result can be read with the placement it was measured on.
+#include <string>
+
+namespace speclab {
+
+struct CoreRoundTrip {
+  double ns = 0.0;    // median over batches of the mean round trip in a batch, in nanoseconds
+  std::string error;  // why nothing was measured; empty when ns is a measurement
+  bool ok() const { return error.empty(); }
+};
+
+// Bounces a counter between two threads pinned to the first two CPUs this process may run on
+// (sched_getaffinity): `batches` batches of `trips` round trips. The calling thread's own
+// affinity is left as it was. Takes about batches * trips * ns (some 40 ms at 400 ns).
+// Requires trips >= 1 and batches >= 1. Returns an error, not a measurement, when the process
+// may run on only one CPU or a thread cannot be pinned.
+CoreRoundTrip measure_core_round_trip(int trips = 20000, int batches = 5);
+
+// "372 ns", or "n/a (<error>)".
+std::string describe(const CoreRoundTrip& rt);
+
+}  // namespace speclab
