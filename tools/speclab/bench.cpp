@@ -542,7 +542,9 @@ void add_bench(CLI::App& app) {
       "speculative decoding back to back on the same target (so each speedup is timed side by "
       "side), fails if their outputs differ, and reports "
       "acceptance length, per-position acceptance, drafter cost, the median wall speedup and the "
-      "run cost (a speculative round in plain decode steps: decode-only speedup = AL / run cost)");
+      "run cost (a speculative round in plain decode steps: decode-only speedup = AL / run cost), "
+      "with the cross-core round trip measured before and after the runs (where the host put the "
+      "CPUs: one die or two)");
   add_target_flags(*cmd, o->target);
   add_drafter_flags(*cmd, o->drafter, &o->drafters, &o->ns);
   cmd->add_option("--k", o->ks, "Drafts per round, comma-separated values to sweep")
