@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""tools/book_site/study.py, the part of tools/study_results and tools/study_lab07 that runs the
+benches and saves their data: the saved data is replaced only when every bench succeeded.
+
+Runs with the standard library only: python3 tests/tools/test_study.py
+"""
+import json
+import os
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "book_site"))
+import study  # noqa: E402
+
+# A stand-in for speclab: writes a CSV where --csv says, like `speclab bench`, or fails when the
+# environment names the run (by its CSV file name) that should fail.
+FAKE = """#!/usr/bin/env python3
+import os, sys
+args = sys.argv[1:]
+csv = args[args.index("--csv") + 1]
+if os.path.basename(csv) == os.environ.get("FAIL_RUN"):
+    sys.exit("bench: failed on purpose")
+trips = os.environ.get("TRIPS", "80.5,84.25").split(",")
+with open(csv, "w") as f:
+    f.write("workload,drafter,tokens_per_run,core_round_trip_ns_before,core_round_trip_ns_after\\n")
+    f.write(f"w,d,2.5,{trips[0]},{trips[1]}\\n")
+"""
+
+
+class RunBenches(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        root = Path(self.tmp.name)
+        self.fake = root / "speclab"
+        self.fake.write_text(FAKE)
+        self.fake.chmod(0o755)
+        self.data = root / "study" / "results"
+        self.data.mkdir(parents=True)
+        # Data saved by an earlier run, which a failed run must leave exactly as it was.
+        (self.data / "al.csv").write_text("old al\n")
+        (self.data / "speed.csv").write_text("old speed\n")
+        (self.data / "meta.json").write_text('{"date": "old"}\n')
+        self.runs = {"al": ["--drafter", "all"], "speed": ["--k", "5"]}
+        self.env = dict(os.environ)
+
+    def tearDown(self):
+        os.environ.clear()
+        os.environ.update(self.env)
+        self.tmp.cleanup()
+
+    def saved(self):
+        return {p.name: p.read_text() for p in sorted(self.data.iterdir())}
+
+    def leftovers(self):
+        return [p.name for p in self.data.parent.iterdir() if p.name.startswith(".")]
+
+    def test_every_bench_succeeds_and_the_data_is_replaced(self):
+        study.run_benches(self.fake, self.runs, self.data, 2, None)
+        files = self.saved()
+        self.assertEqual(sorted(files), ["al.csv", "meta.json", "speed.csv"])
+        self.assertIn("w,d,2.5", files["al.csv"])
+        self.assertIn("w,d,2.5", files["speed.csv"])
+        meta = json.loads(files["meta.json"])
+        self.assertEqual(meta["threads"], 2)
+        self.assertEqual(meta["lab_impl"], "solution")
+        self.assertEqual(meta["core_round_trip_ns"], [80.5, 84.25])
+        self.assertEqual(self.leftovers(), [])
+
+    def test_a_failed_bench_leaves_the_saved_data_as_it_was(self):
+        before = self.saved()
+        os.environ["FAIL_RUN"] = "speed.csv"  # the second run fails, after the first succeeded
+        with self.assertRaises(SystemExit) as stop:
+            study.run_benches(self.fake, self.runs, self.data, 2, None)
+        self.assertIn("the bench for 'speed' failed", str(stop.exception.code))
+        self.assertEqual(self.saved(), before)
+        self.assertEqual(self.leftovers(), [], "the temporary folder was left behind")
+
+    def test_a_missing_binary_is_named_and_nothing_changes(self):
+        before = self.saved()
+        with self.assertRaises(SystemExit) as stop:
+            study.run_benches(self.data.parent / "no-such-speclab", self.runs, self.data, 2, None)
+        self.assertIn("no-such-speclab is missing", str(stop.exception.code))
+        self.assertEqual(self.saved(), before)
+
+    def test_round_trips_not_measured_are_left_out_of_the_meta(self):
+        os.environ["TRIPS"] = ","  # a bench confined to one CPU writes empty fields
+        study.run_benches(self.fake, self.runs, self.data, 1, "starter")
+        meta = json.loads((self.data / "meta.json").read_text())
+        self.assertNotIn("core_round_trip_ns", meta)
+        self.assertEqual(meta["lab_impl"], "starter")
+
+
+class RoundTripText(unittest.TestCase):
+    def test_the_meta_line_names_the_range_or_nothing(self):
+        self.assertEqual(study.round_trip_text({}), "")
+        self.assertEqual(study.round_trip_text({"core_round_trip_ns": [79.7, 83.6]}),
+                         ", cross-core round trip 80 to 84 ns")
+        self.assertEqual(study.round_trip_text({"core_round_trip_ns": [371.2, 371.4]}),
+                         ", cross-core round trip 371 ns")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
