@@ -386,7 +386,7 @@ class Bench(unittest.TestCase):
             self.assertEqual(len(line), 1, out)
             for when in ("before", "after"):
                 self.assertGreater(meta[when], 5.0)
-                self.assertLess(meta[when], 1e6)
+                self.assertLess(meta[when], 1e8)  # milliseconds when another job shares a CPU
                 self.assertAlmostEqual(float(rows[0][f"core_round_trip_ns_{when}"]), meta[when],
                                        places=3)
                 self.assertIn(f"{round(meta[when])} ns {when}", line[0])

@@ -18,10 +18,11 @@ TEST_SUITE("cli / core probe") {
     const CoreRoundTrip rt = measure_core_round_trip();
     INFO(rt.error);
     REQUIRE(rt.ok());
-    // A cache line's round trip between cores takes tens to hundreds of nanoseconds; even a
-    // descheduled partner thread stays far below a millisecond in the median of the batches.
+    // A cache line's round trip between cores takes tens to hundreds of nanoseconds when both
+    // CPUs are free; with another job on one of them a trip can wait for a scheduler slice
+    // (milliseconds), so the upper bound only rules out garbage.
     CHECK(rt.ns > 5.0);
-    CHECK(rt.ns < 1e6);
+    CHECK(rt.ns < 1e8);
     CHECK(describe(rt) == std::to_string(static_cast<long>(std::lround(rt.ns))) + " ns");
   }
 

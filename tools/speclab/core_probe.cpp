@@ -37,42 +37,53 @@ CoreRoundTrip measure_core_round_trip(int trips, int batches) {
   }
   if (cpus.size() < 2) return {0.0, "this process may run on one CPU only"};
 
-  // One counter on its own cache line: the initiator writes odd values, the responder answers
-  // with the next even one. Each step hands the line to the other core and back.
+  // One counter on its own cache line: the initiator writes an odd value, the responder answers
+  // with the next even one, and -1 sends the responder home. Each step hands the line to the
+  // other core and back. Each batch stops early at kBatchTime, so a busy machine (the responder's
+  // CPU shared with another job, answering once a scheduler slice) cannot stall a bench for long.
   struct alignas(64) Line {
     std::atomic<long> value{0};
   };
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kBatchTime = std::chrono::milliseconds(20);
   Line line;
   std::atomic<bool> pinned_ok{true};
-  const long total = static_cast<long>(trips) * batches;
   std::vector<double> batch_ns;
   std::thread responder([&] {
     if (!pin_to(cpus[1])) pinned_ok = false;
-    for (long i = 0; i < total; ++i) {
-      while (line.value.load(std::memory_order_acquire) != 2 * i + 1) {
-        if (line.value.load(std::memory_order_relaxed) < 0) return;  // the initiator gave up
-      }
-      line.value.store(2 * i + 2, std::memory_order_release);
+    for (;;) {
+      const long v = line.value.load(std::memory_order_acquire);
+      if (v < 0) return;
+      if (v % 2 == 1) line.value.store(v + 1, std::memory_order_release);
     }
   });
   std::thread initiator([&] {
-    if (!pin_to(cpus[0]) || !pinned_ok) {
-      pinned_ok = false;
-      line.value.store(-1, std::memory_order_release);
-      return;
-    }
-    long i = 0;
-    for (int b = 0; b < batches; ++b) {
-      const auto start = std::chrono::steady_clock::now();
-      for (int t = 0; t < trips; ++t, ++i) {
-        line.value.store(2 * i + 1, std::memory_order_release);
-        while (line.value.load(std::memory_order_acquire) != 2 * i + 2) {
+    if (pin_to(cpus[0]) && pinned_ok) {
+      long next = 1;
+      for (int b = 0; b < batches; ++b) {
+        const auto start = Clock::now();
+        const auto deadline = start + kBatchTime;
+        int done = 0;
+        bool late = false;
+        for (; done < trips && !late; ++done, next += 2) {
+          line.value.store(next, std::memory_order_release);
+          for (long spins = 1; line.value.load(std::memory_order_acquire) != next + 1; ++spins) {
+            if (spins % 1024 == 0 && Clock::now() > deadline) {
+              late = true;  // no answer yet: wait for this one, then end the batch
+              while (line.value.load(std::memory_order_acquire) != next + 1) {
+              }
+              break;
+            }
+          }
+          if (done % 64 == 63 && Clock::now() > deadline) late = true;
         }
+        const std::chrono::duration<double, std::nano> took = Clock::now() - start;
+        batch_ns.push_back(took.count() / done);
       }
-      const std::chrono::duration<double, std::nano> took =
-          std::chrono::steady_clock::now() - start;
-      batch_ns.push_back(took.count() / trips);
+    } else {
+      pinned_ok = false;
     }
+    line.value.store(-1, std::memory_order_release);
   });
   initiator.join();
   responder.join();
