@@ -366,36 +366,46 @@ class Bench(unittest.TestCase):
                                        c["spec_seconds"][0], places=9)
 
     def test_the_cpu_placement_is_recorded(self):
-        """The cross-core round trip before and after the runs, in the table, CSV and JSON;
-        n/a, with the reason, for a process confined to one CPU."""
+        """The cross-core round trip, probed before each conversation and after the last: its
+        range over the run in the table and the JSON meta, and per case (the probes on either
+        side of its runs) in the CSV and JSON; n/a, with the reason, under one CPU."""
         def run(prefix):
             with tempfile.TemporaryDirectory() as tmp:
                 csv_path, js = Path(tmp) / "r.csv", Path(tmp) / "r.json"
                 p = subprocess.run([*prefix, SPECLAB, "bench", "--model", "toy", "--workload",
-                                    "toy-periodic", "--drafter", "prompt-lookup", "--repeats",
-                                    "1", "--max-new-tokens", "16", "--csv", str(csv_path),
-                                    "--json", str(js)], capture_output=True, text=True,
-                                   timeout=120)
+                                    "toy-periodic", "--drafter", "prompt-lookup,sa", "--repeats",
+                                    "2", "--prompts", "2", "--max-new-tokens", "16", "--csv",
+                                    str(csv_path), "--json", str(js)], capture_output=True,
+                                   text=True, timeout=120)
                 self.assertEqual(p.returncode, 0, p.stderr)
                 import csv
-                return (p.stdout, json.loads(js.read_text())["meta"]["core_round_trip_ns"],
-                        list(csv.DictReader(csv_path.open())))
+                return (p.stdout, json.loads(js.read_text()), list(csv.DictReader(csv_path.open())))
         if len(os.sched_getaffinity(0)) >= 2:
-            out, meta, rows = run([])
+            out, data, rows = run([])
+            meta = data["meta"]
+            self.assertEqual(meta["core_round_trip_probes"], 1 + 2 * 2)  # conversations x repeats
+            lo, hi = meta["core_round_trip_ns"]["min"], meta["core_round_trip_ns"]["max"]
+            self.assertGreater(lo, 5.0)
+            self.assertLessEqual(lo, hi)
+            self.assertLess(hi, 1e8)  # milliseconds when another job shares a CPU
             line = [l for l in out.splitlines() if l.startswith("cross-core round trip:")]
             self.assertEqual(len(line), 1, out)
-            for when in ("before", "after"):
-                self.assertGreater(meta[when], 5.0)
-                self.assertLess(meta[when], 1e8)  # milliseconds when another job shares a CPU
-                self.assertAlmostEqual(float(rows[0][f"core_round_trip_ns_{when}"]), meta[when],
-                                       places=3)
-                self.assertIn(f"{round(meta[when])} ns {when}", line[0])
+            span = f"{round(lo)} ns" if round(lo) == round(hi) else f"{round(lo)} to {round(hi)} ns"
+            self.assertIn(f"{span} over 5 probes", line[0])
+            for case, row in zip(data["cases"], rows):
+                mine = case["core_round_trip_ns"]
+                self.assertTrue(lo <= mine["min"] <= mine["max"] <= hi, (mine, lo, hi))
+                self.assertAlmostEqual(float(row["core_round_trip_ns_min"]), mine["min"], places=3)
+                self.assertAlmostEqual(float(row["core_round_trip_ns_max"]), mine["max"], places=3)
         if shutil.which("taskset"):
             first = min(os.sched_getaffinity(0))
-            out, meta, rows = run(["taskset", "-c", str(first)])
-            self.assertEqual(meta, {"before": None, "after": None})
-            self.assertEqual(rows[0]["core_round_trip_ns_before"], "")
-            self.assertIn("n/a (this process may run on one CPU only) before the runs", out)
+            out, data, rows = run(["taskset", "-c", str(first)])
+            self.assertIsNone(data["meta"]["core_round_trip_ns"])
+            self.assertEqual(data["meta"]["core_round_trip_probes"], 0)
+            self.assertEqual({c["core_round_trip_ns"] for c in data["cases"]}, {None})
+            self.assertEqual(rows[0]["core_round_trip_ns_min"], "")
+            self.assertIn("cross-core round trip: n/a (this process may run on one CPU only)\n",
+                          out)
 
     def test_a_speculative_output_that_differs_fails_loudly(self):
         rc, _, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic", "--drafter",
@@ -499,10 +509,10 @@ class RealModel(unittest.TestCase):
             # The CPU placement, as in the main mode (Bench.test_the_cpu_placement_is_recorded).
             self.assertIn("cross-core round trip:", out)
             if len(os.sched_getaffinity(0)) >= 2:
-                for when in ("before", "after"):
-                    self.assertEqual({r[f"core_round_trip_ns_{when}"] for r in rows},
-                                     {rows[0][f"core_round_trip_ns_{when}"]})
-                    self.assertGreater(float(rows[0][f"core_round_trip_ns_{when}"]), 5.0)
+                for r in rows:  # the probes on either side of each batch size's runs
+                    self.assertGreater(float(r["core_round_trip_ns_min"]), 5.0)
+                    self.assertLessEqual(float(r["core_round_trip_ns_min"]),
+                                         float(r["core_round_trip_ns_max"]))
 
     def test_bench_batch_mode_needs_a_real_model(self):
         rc, _, err = speclab("bench", "--model", "toy", "--batch", "2", "--csv", "", "--json", "")

@@ -40,4 +40,26 @@ TEST_SUITE("cli / core probe") {
     CHECK(rt.error.find("one CPU") != std::string::npos);
     CHECK(describe(rt).rfind("n/a", 0) == 0);
   }
+
+  TEST_CASE("a range of round trips keeps the lowest and highest measured, and says why if none") {
+    RoundTripRange r;
+    CHECK(r.describe() == "n/a (not measured)");
+    r.add(CoreRoundTrip{0.0, "this process may run on one CPU only"});
+    CHECK(r.measured == 0);
+    CHECK(r.describe() == "n/a (this process may run on one CPU only)");
+    r.add(CoreRoundTrip{372.4, ""});
+    CHECK(r.describe() == "372 ns");
+    r.add(CoreRoundTrip{79.6, ""});
+    r.add(CoreRoundTrip{120.0, ""});
+    CHECK(r.measured == 3);
+    CHECK(r.min_ns == 79.6);
+    CHECK(r.max_ns == 372.4);
+    CHECK(r.describe() == "80 to 372 ns");
+    RoundTripRange other;
+    other.add(CoreRoundTrip{1500.0, ""});
+    r.add(other);
+    r.add(RoundTripRange{});  // nothing measured: changes nothing
+    CHECK(r.measured == 4);
+    CHECK(r.describe() == "80 to 1500 ns");
+  }
 }

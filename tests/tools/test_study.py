@@ -25,7 +25,7 @@ if os.path.basename(csv) == os.environ.get("FAIL_RUN"):
     sys.exit("bench: failed on purpose")
 trips = os.environ.get("TRIPS", "80.5,84.25").split(",")
 with open(csv, "w") as f:
-    f.write("workload,drafter,tokens_per_run,core_round_trip_ns_before,core_round_trip_ns_after\\n")
+    f.write("workload,drafter,tokens_per_run,core_round_trip_ns_min,core_round_trip_ns_max\\n")
     f.write(f"w,d,2.5,{trips[0]},{trips[1]}\\n")
 """
 

@@ -55,13 +55,13 @@ def cpu_description():
 
 
 def round_trips(csv_paths):
-    """Every cross-core round trip (ns) that the benches measured before and after their runs,
-    from their CSVs' core_round_trip_ns_before / _after columns (empty where not measured)."""
+    """The lowest and highest cross-core round trips (ns) around every case of the benches, from
+    their CSVs' core_round_trip_ns_min / _max columns (empty where not measured)."""
     found = []
     for path in csv_paths:
         with open(path, newline="", encoding="utf-8") as f:
             for row in csv.DictReader(f):
-                for key in ("core_round_trip_ns_before", "core_round_trip_ns_after"):
+                for key in ("core_round_trip_ns_min", "core_round_trip_ns_max"):
                     if row.get(key):
                         found.append(float(row[key]))
     return found

@@ -132,6 +132,7 @@ struct BatchCaseResult {
   std::int64_t runs = 0, emitted = 0, drafted = 0, accepted = 0;  // speculative, per request
   std::int64_t base_emitted = 0;
   int mismatches = 0;
+  RoundTripRange round_trip;  // the round trips on either side of its runs (core_probe.h)
 };
 
 // --batch: the first turn of each conversation, as `batch` concurrent requests (conversations
@@ -148,7 +149,8 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
   const long total =
       static_cast<long>(workloads.size() * o.batches.size() * (1 + cases.size())) * o.repeats;
   ProgressBar progress(total, !o.no_progress && isatty(fileno(stderr)) != 0);
-  const CoreRoundTrip round_trip_before = measure_core_round_trip();
+  // Where the host has the CPUs: probed before each repeat of a batch size and after the last.
+  RoundTripProbes probes;
   for (const Workload& w : workloads) {
     for (int b : o.batches) {
       // The same `total` requests at every batch size, so AL and work are equal across sizes.
@@ -242,18 +244,21 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
           }
           progress.advance(1, w.name + " batch " + std::to_string(b) + " " + cs.drafter.drafter);
         }
+        const RoundTripRange around = probes.next();
+        for (size_t ci = 0; ci < cases.size(); ++ci) results[first + ci].round_trip.add(around);
       }
     }
   }
   progress.clear();
-  const CoreRoundTrip round_trip_after = measure_core_round_trip();
 
   std::printf(
       "speclab bench --batch: %s, LAB_IMPL=%s, max-new-tokens %d, %d repeats, %s clock\n"
       "first turns only: %d requests (the workload's conversations in turn) at every batch "
       "size B, decoded in consecutive batches of B\n%s\n",
       model.description.c_str(), lab_impl(), o.max_new_tokens, o.repeats, o.clock.c_str(),
-      total_requests, round_trip_line(round_trip_before, round_trip_after).c_str());
+      total_requests,
+      round_trip_line(probes.all(), "one before each repeat of a batch size and one after the last")
+          .c_str());
   std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s %5s\n", "workload", "drafter", "k", "n",
               "batch", "AL", "plain/s", "spec/s", "speedup", "decode", "run");
   std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s %5s\n", "", "", "", "", "", "", "", "",
@@ -289,12 +294,12 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
                  "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
                  "batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
                  "spec_seconds_median,speedup_median,decode_speedup,mismatches,run_cost,"
-                 "core_round_trip_ns_before,core_round_trip_ns_after\n");
+                 "core_round_trip_ns_min,core_round_trip_ns_max\n");
     for (const BatchCaseResult& r : results) {
       std::fprintf(
           f,
           "\"%s\",%s,%s,%d,%d,%s,%s,\"%s\",%d,%d,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,"
-          "%.4f,%.4f,%d,%.4f,%s,%s\n",
+          "%.4f,%.4f,%d,%.4f,%s\n",
           model.description.c_str(), lab_impl(), o.clock.c_str(), o.max_new_tokens, o.repeats,
           r.workload.c_str(), r.drafter.c_str(), r.drafter_name.c_str(), r.k, r.n, r.batch,
           r.runs ? static_cast<double>(r.emitted) / static_cast<double>(r.runs) : 0.0,
@@ -303,7 +308,7 @@ int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
           median(r.spec_seconds), median_ratio(r.base_seconds, r.spec_seconds),
           median_ratio(r.base_decode, r.spec_decode), r.mismatches,
           run_cost(r.base_decode, r.base_steps, r.spec_decode, r.spec_steps),
-          round_trip_csv(round_trip_before).c_str(), round_trip_csv(round_trip_after).c_str());
+          round_trip_csv(r.round_trip).c_str());
     }
     std::fclose(f);
     std::fprintf(stderr, "bench: wrote %s\n", o.csv.c_str());
@@ -443,7 +448,9 @@ int run_bench(const BenchOptions& o) {
   ProgressBar progress(total_runs, !o.no_progress && isatty(fileno(stderr)) != 0);
   int mismatches = 0;
   const bool cpu_clock = o.clock == "cpu";
-  const CoreRoundTrip round_trip_before = measure_core_round_trip();
+  // Where the host has the CPUs: probed before each conversation and after the last, and each
+  // case of a conversation gets the probes on either side of its runs.
+  RoundTripProbes probes;
   for (int rep = 0; rep < o.repeats; ++rep) {
     size_t result_base = 0;
     for (const Workload& w : workloads) {
@@ -496,12 +503,14 @@ int run_bench(const BenchOptions& o) {
           }
           progress.advance(1, w.name + "/" + conv.id + " " + cs.drafter.drafter);
         }
+        const RoundTripRange around = probes.next();
+        for (size_t ci = 0; ci < cases.size(); ++ci)
+          results[result_base + ci].round_trip.add(around);
       }
       result_base += cases.size();
     }
   }
   progress.clear();
-  const CoreRoundTrip round_trip_after = measure_core_round_trip();
 
   BenchMeta meta;
   meta.model = toy ? "toy target" : shared.description;
@@ -512,8 +521,7 @@ int run_bench(const BenchOptions& o) {
   meta.seed = o.seed;
   meta.threads = o.target.threads;
   meta.clock = o.clock;
-  meta.round_trip_before = round_trip_before;
-  meta.round_trip_after = round_trip_after;
+  meta.round_trip = probes.all();
   print_table(stdout, meta, results);
   std::fflush(stdout);
   if (!o.csv.empty()) write_csv(o.csv, meta, results);
@@ -543,8 +551,8 @@ void add_bench(CLI::App& app) {
       "side), fails if their outputs differ, and reports "
       "acceptance length, per-position acceptance, drafter cost, the median wall speedup and the "
       "run cost (a speculative round in plain decode steps: decode-only speedup = AL / run cost), "
-      "with the cross-core round trip measured before and after the runs (where the host put the "
-      "CPUs: one die or two)");
+      "with the cross-core round trip probed between conversations (where the host put the CPUs: "
+      "one die or two)");
   add_target_flags(*cmd, o->target);
   add_drafter_flags(*cmd, o->drafter, &o->drafters, &o->ns);
   cmd->add_option("--k", o->ks, "Drafts per round, comma-separated values to sweep")

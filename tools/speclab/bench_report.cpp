@@ -35,6 +35,12 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
+// {"min": ..., "max": ...}, or null where no probe measured anything.
+nlohmann::ordered_json round_trip_json(const RoundTripRange& r) {
+  if (r.measured == 0) return nullptr;
+  return {{"min", r.min_ns}, {"max", r.max_ns}};
+}
+
 }  // namespace
 
 double median(std::vector<double> v) {
@@ -111,13 +117,15 @@ std::string CaseResult::al_range() const {
   return text;
 }
 
-std::string round_trip_line(const CoreRoundTrip& before, const CoreRoundTrip& after) {
-  return "cross-core round trip: " + describe(before) + " before the runs, " + describe(after) +
-         " after (two CPUs on one die or on two: see book/engine_forward.md)\n";
+std::string round_trip_line(const RoundTripRange& all, const std::string& when) {
+  if (all.measured == 0) return "cross-core round trip: " + all.describe() + "\n";
+  return "cross-core round trip: " + all.describe() + " over " + std::to_string(all.measured) +
+         " probes, " + when + " (two CPUs on one die or on two: see book/engine_forward.md)\n";
 }
 
-std::string round_trip_csv(const CoreRoundTrip& rt) {
-  return rt.ok() ? std::to_string(rt.ns) : std::string();
+std::string round_trip_csv(const RoundTripRange& r) {
+  if (r.measured == 0) return ",";
+  return std::to_string(r.min_ns) + "," + std::to_string(r.max_ns);
 }
 
 void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseResult>& cases) {
@@ -127,7 +135,9 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
                meta.model.c_str(), meta.lab_impl.c_str(),
                meta.temperature == 0.0 ? "greedy" : "sampled", meta.max_new_tokens, meta.repeats,
                meta.clock.c_str());
-  std::fputs(round_trip_line(meta.round_trip_before, meta.round_trip_after).c_str(), out);
+  std::fputs(round_trip_line(meta.round_trip, "one before each conversation and one after the last")
+                 .c_str(),
+             out);
   std::fprintf(out, "%-16s %-14s %3s %3s %6s %11s %6s %6s %8s %9s %9s %8s %7s %5s  %s\n",
                "workload", "drafter", "k", "n", "AL", "AL range", multi_turn ? "AL t2+" : "",
                "acc%", "draft", "plain", "spec", "speedup", "decode", "run",
@@ -181,7 +191,7 @@ void write_csv(const std::string& path, const BenchMeta& meta,
          "plain_tokens_per_s,spec_tokens_per_s,speedup_median,decode_speedup,plain_seconds,"
          "spec_seconds,"
          "identical,target_runs_turn2plus,emitted_turn2plus,run_cost,"
-         "core_round_trip_ns_before,core_round_trip_ns_after\n";
+         "core_round_trip_ns_min,core_round_trip_ns_max\n";
 
   for (const CaseResult& c : cases) {
     const auto joined = [](const std::vector<double>& values) {
@@ -207,8 +217,7 @@ void write_csv(const std::string& path, const BenchMeta& meta,
         << c.spec_tokens_per_second() << ',' << c.speedup_median() << ',' << c.decode_speedup()
         << ',' << base_s << ',' << spec_s << ',' << (c.mismatches == 0 ? "true" : "false") << ','
         << c.spec_later_turns.target_runs << ',' << c.spec_later_turns.emitted << ','
-        << c.run_cost() << ',' << round_trip_csv(meta.round_trip_before) << ','
-        << round_trip_csv(meta.round_trip_after) << '\n';
+        << c.run_cost() << ',' << round_trip_csv(c.round_trip) << '\n';
   }
   if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
 }
@@ -224,12 +233,8 @@ void write_json(const std::string& path, const BenchMeta& meta,
                {"repeats", meta.repeats},
                {"threads", meta.threads},
                {"clock", meta.clock}};
-  // null where it could not be measured (a process confined to one CPU).
-  const auto round_trip = [](const CoreRoundTrip& rt) {
-    return rt.ok() ? nlohmann::ordered_json(rt.ns) : nlohmann::ordered_json(nullptr);
-  };
-  j["meta"]["core_round_trip_ns"] = {{"before", round_trip(meta.round_trip_before)},
-                                     {"after", round_trip(meta.round_trip_after)}};
+  j["meta"]["core_round_trip_ns"] = round_trip_json(meta.round_trip);
+  j["meta"]["core_round_trip_probes"] = meta.round_trip.measured;
   j["cases"] = nlohmann::ordered_json::array();
   for (const CaseResult& c : cases) {
     std::vector<double> by_position;
@@ -266,6 +271,7 @@ void write_json(const std::string& path, const BenchMeta& meta,
         {"speedup_median", c.speedup_median()},
         {"decode_speedup", c.decode_speedup()},
         {"run_cost", c.run_cost()},
+        {"core_round_trip_ns", round_trip_json(c.round_trip)},
         {"plain_seconds", c.base_seconds},
         {"spec_seconds", c.spec_seconds},
         {"plain_decode_seconds", c.base_decode_seconds},

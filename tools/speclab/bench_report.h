@@ -31,6 +31,9 @@ struct CaseResult {
   std::vector<std::int64_t> base_runs, spec_runs;
   int mismatches = 0;          // outputs that differed from plain decoding (must be 0)
   std::string first_mismatch;  // where the first one was
+  // The cross-core round trips measured on either side of this case's runs (core_probe.h): where
+  // the host had put the CPUs while they ran.
+  RoundTripRange round_trip;
 
   double speedup_median() const;          // median over repeats of base_seconds / spec_seconds
   double base_tokens_per_second() const;  // median over repeats
@@ -61,15 +64,18 @@ struct BenchMeta {
   std::uint64_t seed = 0;
   int threads = 0;
   std::string clock = "wall";  // how runs were timed: wall or cpu
-  // Where the host had put the process's CPUs just before and just after the runs (core_probe.h).
-  CoreRoundTrip round_trip_before, round_trip_after;
+  // Every cross-core round trip bench measured: one before each conversation and one after the
+  // last (core_probe.h).
+  RoundTripRange round_trip;
 };
 
-// "cross-core round trip: 80 ns before the runs, 372 ns after (...)\n": the table's line on the
-// CPU placement, in either mode of bench.
-std::string round_trip_line(const CoreRoundTrip& before, const CoreRoundTrip& after);
-// A round trip as a CSV field: the nanoseconds, or empty where it was not measured.
-std::string round_trip_csv(const CoreRoundTrip& rt);
+// "cross-core round trip: 79 to 414 ns over 82 probes, <when> (...)\n": the table's line on the
+// CPU placement, in either mode of bench; `when` says when the probes were taken. Just
+// "cross-core round trip: n/a (<why>)\n" when no probe measured anything.
+std::string round_trip_line(const RoundTripRange& all, const std::string& when);
+// A range as two CSV fields, "min,max" in nanoseconds; two empty fields (",") where nothing was
+// measured.
+std::string round_trip_csv(const RoundTripRange& r);
 
 // The median of `values`; 0 for none.
 double median(std::vector<double> values);

@@ -97,4 +97,43 @@ std::string describe(const CoreRoundTrip& rt) {
   return std::to_string(static_cast<long>(std::lround(rt.ns))) + " ns";
 }
 
+void RoundTripRange::add(const CoreRoundTrip& rt) {
+  if (!rt.ok()) {
+    error = rt.error;
+    return;
+  }
+  min_ns = measured == 0 ? rt.ns : std::min(min_ns, rt.ns);
+  max_ns = measured == 0 ? rt.ns : std::max(max_ns, rt.ns);
+  ++measured;
+}
+
+void RoundTripRange::add(const RoundTripRange& other) {
+  if (other.measured == 0) {
+    if (!other.error.empty()) error = other.error;
+    return;
+  }
+  min_ns = measured == 0 ? other.min_ns : std::min(min_ns, other.min_ns);
+  max_ns = measured == 0 ? other.max_ns : std::max(max_ns, other.max_ns);
+  measured += other.measured;
+}
+
+std::string RoundTripRange::describe() const {
+  if (measured == 0) return "n/a (" + (error.empty() ? std::string("not measured") : error) + ")";
+  const long lo = std::lround(min_ns), hi = std::lround(max_ns);
+  if (lo == hi) return std::to_string(lo) + " ns";
+  return std::to_string(lo) + " to " + std::to_string(hi) + " ns";
+}
+
+RoundTripProbes::RoundTripProbes() : last_(measure_core_round_trip()) { all_.add(last_); }
+
+RoundTripRange RoundTripProbes::next() {
+  const CoreRoundTrip now = measure_core_round_trip();
+  all_.add(now);
+  RoundTripRange around;
+  around.add(last_);
+  around.add(now);
+  last_ = now;
+  return around;
+}
+
 }  // namespace speclab

@@ -31,4 +31,32 @@ CoreRoundTrip measure_core_round_trip(int trips = 4000, int batches = 5);
 // "372 ns", or "n/a (<error>)".
 std::string describe(const CoreRoundTrip& rt);
 
+// The lowest and highest of several round trips: bench probes before every conversation and
+// after the last, and gives each case the probes on either side of its runs (the host may move
+// the CPUs in the middle of a run).
+struct RoundTripRange {
+  int measured = 0;     // probes that measured a round trip
+  double min_ns = 0.0;  // meaningful when measured > 0
+  double max_ns = 0.0;
+  std::string error;  // why the last probe measured nothing; kept for describe()
+
+  void add(const CoreRoundTrip& rt);
+  void add(const RoundTripRange& other);
+  // "79 to 414 ns", "80 ns" when all agree to the nanosecond, "n/a (<error>)" when none measured.
+  std::string describe() const;
+};
+
+// Probes taken between runs: one when constructed, then one per next(), which returns the range
+// of that probe and the one before it, the placement around the runs in between.
+class RoundTripProbes {
+ public:
+  RoundTripProbes();
+  RoundTripRange next();
+  const RoundTripRange& all() const { return all_; }  // every probe so far
+
+ private:
+  CoreRoundTrip last_;
+  RoundTripRange all_;
+};
+
 }  // namespace speclab
