@@ -108,6 +108,9 @@ def main():
     print(f"  decode  {o['decode_tokens_per_s']:8.1f} tokens/s   ({o['decode_step_ms']:.2f} ms/step)")
     print("  verify pass of k+1 tokens / one decode step:")
     print("    " + "  ".join(f"k={v['k']}: {v['relative_to_decode']:.2f}x" for v in o["verify"]))
+    # Where the host had the two CPUs in each repeat (one die or two: book/engine_forward.md).
+    trips = ", ".join("n/a" if t is None else f"{t:.0f} ns" for t in o["core_round_trip_ns"])
+    print(f"  cross-core round trip before each repeat: {trips}")
     # The same pseudo-random prompt ids as the C++ bench would be ideal; speed does not depend
     # on the ids, so any in-vocabulary ids of the same length do.
     prompt = [(i * 7919 + 13) % 40000 for i in range(args.prompt)]

@@ -514,6 +514,31 @@ class RealModel(unittest.TestCase):
                     self.assertLessEqual(float(r["core_round_trip_ns_min"]),
                                          float(r["core_round_trip_ns_max"]))
 
+    def test_bench_model_gives_each_repeat_its_placement(self):
+        """speclab_bench_model (the engine's speed tool, beside speclab): the cross-core round
+        trip before each repeat, next to that repeat's verify-cost ratio."""
+        exe = str(Path(SPECLAB).parent / "speclab_bench_model")
+        args = [exe, "--model", smollm2_path(), "--threads", "2", "--prompt", "16", "--decode",
+                "4", "--repeats", "3", "--kmax", "2"]
+        p = subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        data = json.loads(p.stdout)
+        self.assertEqual(len(data["core_round_trip_ns"]), 3)
+        for rt in data["core_round_trip_ns"]:
+            if len(os.sched_getaffinity(0)) >= 2:
+                self.assertGreater(rt, 5.0)
+            else:
+                self.assertIsNone(rt)
+        for v in data["verify"]:
+            per_repeat = v["relative_per_repeat"]
+            self.assertEqual(len(per_repeat), 3)
+            self.assertEqual(min(per_repeat), v["relative_min"])
+            self.assertEqual(max(per_repeat), v["relative_max"])
+        p = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("per repeat: cross-core round trip before it, then the k=2 ratio:", p.stdout)
+        self.assertEqual(p.stdout.rstrip().splitlines()[-1].count("x"), 3, p.stdout)
+
     def test_bench_batch_mode_needs_a_real_model(self):
         rc, _, err = speclab("bench", "--model", "toy", "--batch", "2", "--csv", "", "--json", "")
         self.assertNotEqual(rc, 0)

@@ -5,6 +5,9 @@
 //   verify    the time of one extend() over k + 1 tokens (a verify pass), relative to one decode
 //             step at the same context length, k = 1..kmax: the median over repeats of each
 //             repeat's own ratio
+//   placement the cross-core round trip before each repeat (tools/speclab/core_probe.h): on a
+//             shared virtual machine the host may put the two CPUs on one die or on two, and
+//             the verify cost differs between the two (book/engine_forward.md)
 //
 // The output is plain text, or one JSON object with --json (tools/bench_model.py reads it).
 #include <CLI/CLI.hpp>
@@ -17,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core_probe.h"
 #include "mini_engine/targets/cpu_kernels.h"
 #include "mini_engine/targets/cpu_llama.h"
 
@@ -108,7 +112,9 @@ int main(int argc, char** argv) {
   std::vector<double> step;
   std::vector<std::vector<double>> verify(static_cast<size_t>(kmax) + 1);
   std::vector<std::vector<double>> ratio(static_cast<size_t>(kmax) + 1);
+  std::vector<CoreRoundTrip> round_trips;  // before each repeat
   for (int r = 0; r < repeats; ++r) {
+    round_trips.push_back(measure_core_round_trip());
     target->truncate(prompt_len);
     Token next = prompt.back();
     std::vector<double> step_r;
@@ -158,9 +164,14 @@ int main(int argc, char** argv) {
                  {"ms", m * 1e3},
                  {"relative_to_decode", median(rk)},
                  {"relative_min", *std::min_element(rk.begin(), rk.end())},
-                 {"relative_max", *std::max_element(rk.begin(), rk.end())}});
+                 {"relative_max", *std::max_element(rk.begin(), rk.end())},
+                 {"relative_per_repeat", rk}});
   }
   out["verify"] = v;
+  nlohmann::json trips = nlohmann::json::array();  // null where not measured (one CPU)
+  for (const CoreRoundTrip& rt : round_trips)
+    trips.push_back(rt.ok() ? nlohmann::json(rt.ns) : nullptr);
+  out["core_round_trip_ns"] = trips;
   if (json) {
     std::cout << out.dump(2) << "\n";
     return 0;
@@ -180,6 +191,15 @@ int main(int argc, char** argv) {
                 e["tokens"].get<int>(), e["ms"].get<double>(),
                 e["relative_to_decode"].get<double>(), e["relative_min"].get<double>(),
                 e["relative_max"].get<double>());
+  }
+  // Each repeat's placement beside its own ratio for the largest k up to 5 (k = 5 is the
+  // course's 6-token verify pass).
+  const int shown = std::min(kmax, 5);
+  std::printf("  per repeat: cross-core round trip before it, then the k=%d ratio:\n   ", shown);
+  for (int r = 0; r < repeats; ++r) {
+    std::printf(" %s %.2fx%s", describe(round_trips[static_cast<size_t>(r)]).c_str(),
+                ratio[static_cast<size_t>(shown)][static_cast<size_t>(r)],
+                r + 1 < repeats ? " |" : "\n");
   }
   return 0;
 }
