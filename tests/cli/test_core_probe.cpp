@@ -2,6 +2,7 @@
 #include <sched.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "core_probe.h"
 
@@ -24,6 +25,11 @@ TEST_SUITE("cli / core probe") {
     CHECK(rt.ns > 5.0);
     CHECK(rt.ns < 1e8);
     CHECK(describe(rt) == std::to_string(static_cast<long>(std::lround(rt.ns))) + " ns");
+  }
+
+  TEST_CASE("no trips or no batches is an error, not a division by zero") {
+    CHECK_THROWS_AS(measure_core_round_trip(0, 5), std::invalid_argument);
+    CHECK_THROWS_AS(measure_core_round_trip(100, 0), std::invalid_argument);
   }
 
   TEST_CASE("with one CPU there is no round trip to measure, and the reason says so") {

@@ -7,8 +7,9 @@
 // book/engine_forward.md) or on two dies (about 370 ns), and may move them from one to the other
 // within minutes. The two placements give different speedups for the same code: on two dies a
 // decode step gets more memory bandwidth while a verify pass does not get faster, so the run cost
-// rises and the speedup falls. bench prints the round trip before and after its runs so that a
-// result can be read with the placement it was measured on.
+// rises and the speedup falls. bench probes the round trip before each conversation and after
+// the last, and speclab_bench_model before each repeat, so that a result can be read with the
+// placement it was measured on.
 #include <string>
 
 namespace speclab {
