@@ -76,6 +76,31 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
     CHECK_THROWS_AS(top_k_tokens(row, -1), std::invalid_argument);
   }
 
+  TEST_CASE("top_k_tokens agrees with sorting every id, on random rows full of ties") {
+    // Scores from a handful of values, so ties sit at every rank and at the k-th place, with
+    // impossible tokens at random places (the whole row, sometimes): whatever shortcut an
+    // implementation takes, it must pick and order exactly as a full stable sort.
+    std::uint64_t state = 12345;
+    const auto next = [&state](int bound) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      return static_cast<int>((state >> 33) % static_cast<std::uint64_t>(bound));
+    };
+    int compared = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+      std::vector<float> row(static_cast<std::size_t>(1 + next(40)));
+      const int levels = 1 + next(5), impossible = next(4);  // 0..3 in 10 tokens impossible
+      for (float& x : row) {
+        x = next(10) < impossible ? -INFINITY : static_cast<float>(next(levels)) - 1.5f;
+      }
+      for (int k = 0; k <= static_cast<int>(row.size()) + 1; ++k) {
+        INFO("trial " << trial << ", " << row.size() << " tokens, k = " << k);
+        REQUIRE(top_k_tokens(row, k) == reference_top_k(row, k));
+        ++compared;
+      }
+    }
+    CHECK(compared > 3000);
+  }
+
   TEST_CASE("filler_top_k 1 records the emitted tokens only") {
     HandRound h;
     OneLevelNGramStorage s(2);
