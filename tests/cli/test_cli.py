@@ -8,6 +8,7 @@ SPECLAB_BIN names build/bin/speclab (the launcher).
 import json
 import os
 import pty
+import statistics
 import select
 import shutil
 import subprocess
@@ -153,10 +154,6 @@ class BadInput(unittest.TestCase):
                 (["generate", "--bogus"], "--bogus"),
                 ([], "A subcommand is required")]:
             self.assert_refused(args, needle)
-
-    def test_batch_mode_refuses_a_json_path(self):
-        self.assert_refused(["bench", "--model", "smollm2", "--batch", "2", "--json", "b.json"],
-                            "--json: batched mode (--batch) writes its results to --csv only")
 
     def test_a_folder_where_a_file_is_expected(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -485,12 +482,13 @@ class RealModel(unittest.TestCase):
 
     def test_bench_batch_mode_is_lossless_and_writes_one_row_per_size(self):
         with tempfile.TemporaryDirectory() as tmp:
-            csv_path = Path(tmp) / "b.csv"
+            csv_path, json_path = Path(tmp) / "b.csv", Path(tmp) / "out" / "b.json"
             rc, out, err = speclab("bench", "--model", "smollm2", "--threads", "1", "--workload",
-                                   "code_edit", "--batch", "1,2", "--repeats", "1",
+                                   "code_edit", "--batch", "1,2", "--repeats", "2",
                                    "--max-new-tokens", "8", "--drafter", "mine",
-                                   "--csv", str(csv_path))
+                                   "--csv", str(csv_path), "--json", str(json_path))
             self.assertEqual(rc, 0, err)
+            self.assertIn(f"wrote {csv_path} and {json_path}", err)
             self.assertIn("2 requests", out)
             import csv
             rows = list(csv.DictReader(csv_path.open()))
@@ -513,6 +511,33 @@ class RealModel(unittest.TestCase):
                     self.assertGreater(float(r["core_round_trip_ns_min"]), 5.0)
                     self.assertLessEqual(float(r["core_round_trip_ns_min"]),
                                          float(r["core_round_trip_ns_max"]))
+            # The JSON holds the same cases, with the per-repeat figures behind the medians.
+            data = json.loads(json_path.read_text())
+            meta = data["meta"]
+            self.assertEqual((meta["mode"], meta["requests"], meta["batches"], meta["repeats"]),
+                             ("batch", 2, [1, 2], 2))
+            self.assertEqual(meta["core_round_trip_probes"], 2 * 2 + 1 if
+                             len(os.sched_getaffinity(0)) >= 2 else 0)
+            self.assertEqual(len(data["cases"]), len(rows))
+            for case, row in zip(data["cases"], rows):
+                self.assertEqual((case["batch"], case["drafter"], case["k"], case["emitted"],
+                                  case["target_runs"], case["identical"]),
+                                 (int(row["batch"]), row["drafter"], int(row["k"]),
+                                  int(row["emitted"]), int(row["target_runs"]), True))
+                for key in ["run_cost", "decode_speedup", "speedup_median"]:
+                    self.assertAlmostEqual(case[key], float(row[key]), delta=1e-4, msg=key)
+                self.assertAlmostEqual(case["tokens_per_run"], float(row["al"]), delta=1e-4)
+                for key in ["plain_seconds", "spec_seconds", "plain_decode_seconds",
+                            "spec_decode_seconds", "plain_steps", "spec_steps"]:
+                    self.assertEqual(len(case[key]), 2, key)
+                self.assertEqual(statistics.median(case["plain_seconds"]) > 0, True)
+                self.assertAlmostEqual(
+                    case["speedup_median"],
+                    statistics.median(p / s for p, s in zip(case["plain_seconds"],
+                                                            case["spec_seconds"])), delta=1e-9)
+                if case["core_round_trip_ns"] is not None:
+                    self.assertAlmostEqual(case["core_round_trip_ns"]["min"],
+                                           float(row["core_round_trip_ns_min"]), delta=0.01)
 
     def test_bench_model_gives_each_repeat_its_placement(self):
         """speclab_bench_model (the engine's speed tool, beside speclab): the cross-core round

@@ -94,9 +94,8 @@ def run_benches(speclab, runs, data, threads, lab_impl):
     with tempfile.TemporaryDirectory(dir=data.parent, prefix=f".{data.name}-") as tmp:
         for name, args in runs.items():
             cmd = [str(speclab), "bench", "--model", "smollm2", "--threads", str(threads),
-                   "--no-progress", "--csv", str(Path(tmp) / f"{name}.csv"), *args]
-            if "--batch" not in args:  # batched runs write no JSON (and take no --json)
-                cmd += ["--json", ""]
+                   "--no-progress", "--csv", str(Path(tmp) / f"{name}.csv"), "--json", "",
+                   *args]
             print("+", " ".join(cmd), flush=True)
             if subprocess.run(cmd, env=env).returncode != 0:
                 sys.exit(f"the bench for '{name}' failed (see above); {data} is unchanged")

@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
+#include "bench_batch.h"
 #include "bench_report.h"
 #include "bench_run.h"
 #include "commands.h"
 #include "factory.h"
-#include "mini_engine/spec/batch_loop.h"
 #include "mini_engine/targets/toy_target.h"
 #include "progress.h"
 #include "user_files.h"
@@ -49,20 +49,12 @@ struct BenchOptions {
   bool no_progress = false;
   std::string clock = "wall";   // wall | cpu (this process's CPU time)
   std::vector<int> batches;     // --batch: batch sizes to run (batched mode); empty: off
-  bool json_given = false;      // --json was on the command line (batched mode writes no JSON)
   bool corrupt_verify = false;  // hidden: breaks the verify rule, to test the identity check
 };
 
 constexpr const char* kToyPrefix = "toy-";
 
-// One speculative configuration.
-struct Case {
-  DrafterOptions drafter;
-  int k = 0;
-  int n = 0;  // 0: the drafter has no n
-};
-
-std::vector<Case> make_cases(const BenchOptions& o) {
+std::vector<BenchCase> make_cases(const BenchOptions& o) {
   std::vector<std::string> names = o.drafters;
   if (names.empty() || (names.size() == 1 && names[0] == "all")) {
     names.clear();
@@ -70,7 +62,7 @@ std::vector<Case> make_cases(const BenchOptions& o) {
       if (d != "none") names.push_back(d);
     }
   }
-  std::vector<Case> cases;
+  std::vector<BenchCase> cases;
   for (const std::string& name : names) {
     const DrafterInfo& info = drafter_info(name);  // throws for an unknown name
     if (name == "none") {
@@ -80,7 +72,7 @@ std::vector<Case> make_cases(const BenchOptions& o) {
     const bool uses_n = name == "auto" ? drafter_info(o.drafter.auto_inner).uses_n : info.uses_n;
     for (int k : o.ks) {
       for (int n : uses_n ? o.ns : std::vector<int>{0}) {
-        Case c;
+        BenchCase c;
         c.drafter = o.drafter;
         c.drafter.drafter = name;
         if (n > 0) c.drafter.n = n;
@@ -122,211 +114,8 @@ std::string describe_mismatch(const std::vector<std::vector<Token>>& base,
   return "the number of turns differs";
 }
 
-// One batched case: a drafter configuration at one batch size.
-struct BatchCaseResult {
-  std::string workload, drafter, drafter_name;
-  int k = 0, n = 0, batch = 0;
-  std::vector<double> base_seconds, spec_seconds;    // per repeat: the whole batch
-  std::vector<double> base_decode, spec_decode;      // per repeat, prefill excluded
-  std::vector<std::int64_t> base_steps, spec_steps;  // per repeat: batched decode steps
-  std::int64_t runs = 0, emitted = 0, drafted = 0, accepted = 0;  // speculative, per request
-  std::int64_t base_emitted = 0;
-  int mismatches = 0;
-  RoundTripRange round_trip;  // the round trips on either side of its runs (core_probe.h)
-};
-
-// --batch: the first turn of each conversation, as `batch` concurrent requests (conversations
-// repeated in turn to fill the batch), decoded in lock-step by run_speculative_batch: plain
-// decoding (no drafter) against each case. Every request's output must equal its plain output.
-int run_bench_batch(const BenchOptions& o, const std::vector<Case>& cases,
-                    const std::vector<Workload>& workloads, const Model& model,
-                    const DecodeConfig& base_dc, const VerifyRule& verify) {
-  std::unique_ptr<BatchTarget> target = load_batch_model(o.target);
-  const int total_requests = *std::max_element(o.batches.begin(), o.batches.end());
-  const bool cpu_clock = o.clock == "cpu";
-  std::vector<BatchCaseResult> results;
-  int mismatches = 0;
-  const long total =
-      static_cast<long>(workloads.size() * o.batches.size() * (1 + cases.size())) * o.repeats;
-  ProgressBar progress(total, !o.no_progress && isatty(fileno(stderr)) != 0);
-  // Where the host has the CPUs: probed before each repeat of a batch size and after the last.
-  RoundTripProbes probes;
-  for (const Workload& w : workloads) {
-    for (int b : o.batches) {
-      // The same `total` requests at every batch size, so AL and work are equal across sizes.
-      std::vector<std::vector<Token>> prompts;
-      for (int i = 0; i < total_requests; ++i) {
-        const Conversation& c = w.items[static_cast<size_t>(i) % w.items.size()];
-        std::vector<Token> p = model.codec->system_prompt(c.system);
-        const std::vector<Token> user = model.codec->user_turn(c.turns[0]);
-        p.insert(p.end(), user.begin(), user.end());
-        prompts.push_back(std::move(p));
-      }
-      const size_t first = results.size();
-      for (const Case& cs : cases) {
-        BatchCaseResult r;
-        r.workload = w.name;
-        r.drafter = cs.drafter.drafter;
-        r.drafter_name = make_drafter(cs.drafter, cs.k)->name();
-        r.k = cs.k;
-        r.n = cs.n;
-        r.batch = b;
-        results.push_back(r);
-      }
-      // Every request, in consecutive batches of b; the times are summed over the batches.
-      const auto run = [&](const std::vector<std::unique_ptr<Drafter>>& drafters, int k,
-                           double& seconds, double& decode, std::int64_t& steps) {
-        std::vector<GenerationResult> out;
-        seconds = decode = 0.0;
-        steps = 0;
-        for (size_t start = 0; start < prompts.size(); start += static_cast<size_t>(b)) {
-          const size_t end = std::min(prompts.size(), start + static_cast<size_t>(b));
-          std::vector<BatchRequest> requests(end - start);
-          for (size_t i = start; i < end; ++i) {
-            BatchRequest& q = requests[i - start];
-            q.prompt = prompts[i];
-            q.drafter = drafters.empty() ? nullptr : drafters[i].get();
-            q.config = base_dc;
-            q.config.k = drafters.empty() ? 0 : k;
-            q.config.stop_tokens = model.codec->stop_tokens();
-          }
-          const ProcessCpuClock cpu;
-          BatchDecodeConfig config;
-          if (cpu_clock) config.clock = &cpu;
-          BatchGenerationResult g = run_speculative_batch(*target, requests, verify, config);
-          seconds += g.stats.total_seconds;
-          decode += g.stats.total_seconds - g.stats.prefill_seconds;
-          steps += g.stats.steps;
-          for (GenerationResult& r : g.requests) out.push_back(std::move(r));
-        }
-        return out;
-      };
-      for (int rep = 0; rep < o.repeats; ++rep) {
-        double base_s = 0.0, base_d = 0.0;
-        std::int64_t base_steps = 0;
-        const std::vector<GenerationResult> base = run({}, 0, base_s, base_d, base_steps);
-        progress.advance(1, w.name + " batch " + std::to_string(b) + " plain");
-        for (size_t ci = 0; ci < cases.size(); ++ci) {
-          const Case& cs = cases[ci];
-          BatchCaseResult& r = results[first + ci];
-          std::vector<std::unique_ptr<Drafter>> drafters;
-          for (int i = 0; i < total_requests; ++i) {
-            DrafterOptions options = cs.drafter;
-            options.stop_tokens = model.codec->stop_tokens();
-            drafters.push_back(make_drafter(options, cs.k));
-          }
-          double spec_s = 0.0, spec_d = 0.0;
-          std::int64_t spec_steps = 0;
-          const std::vector<GenerationResult> spec =
-              run(drafters, cs.k, spec_s, spec_d, spec_steps);
-          r.base_seconds.push_back(base_s);
-          r.spec_seconds.push_back(spec_s);
-          r.base_decode.push_back(base_d);
-          r.spec_decode.push_back(spec_d);
-          r.base_steps.push_back(base_steps);
-          r.spec_steps.push_back(spec_steps);
-          for (const GenerationResult& g : base) r.base_emitted += g.stats.emitted;
-          for (size_t i = 0; i < spec.size(); ++i) {
-            const SpecStats& s = spec[i].stats;
-            r.runs += s.target_runs;
-            r.emitted += s.emitted;
-            r.drafted += s.drafted;
-            r.accepted += s.accepted;
-            if (spec[i].tokens != base[i].tokens) {
-              ++r.mismatches;
-              ++mismatches;
-              progress.clear();
-              std::fprintf(stderr,
-                           "bench: MISMATCH: %s batch %d request %zu with %s (k=%d): speculative "
-                           "output differs from plain decoding\n",
-                           w.name.c_str(), b, i, r.drafter_name.c_str(), cs.k);
-            }
-          }
-          progress.advance(1, w.name + " batch " + std::to_string(b) + " " + cs.drafter.drafter);
-        }
-        const RoundTripRange around = probes.next();
-        for (size_t ci = 0; ci < cases.size(); ++ci) results[first + ci].round_trip.add(around);
-      }
-    }
-  }
-  progress.clear();
-
-  std::printf(
-      "speclab bench --batch: %s, LAB_IMPL=%s, max-new-tokens %d, %d repeats, %s clock\n"
-      "first turns only: %d requests (the workload's conversations in turn) at every batch "
-      "size B, decoded in consecutive batches of B\n%s\n",
-      model.description.c_str(), lab_impl(), o.max_new_tokens, o.repeats, o.clock.c_str(),
-      total_requests,
-      round_trip_line(probes.all(), "one before each repeat of a batch size and one after the last")
-          .c_str());
-  std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s %5s\n", "workload", "drafter", "k", "n",
-              "batch", "AL", "plain/s", "spec/s", "speedup", "decode", "run");
-  std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s %5s\n", "", "", "", "", "", "", "", "",
-              "", "", "cost");
-  for (const BatchCaseResult& r : results) {
-    const double reps = static_cast<double>(r.base_seconds.size());
-    const double base_tps =
-        static_cast<double>(r.base_emitted) / std::max(1e-9, reps * median(r.base_seconds));
-    const double spec_tps =
-        static_cast<double>(r.emitted) / std::max(1e-9, reps * median(r.spec_seconds));
-    std::printf("%-12s %-14s %3d %3s %5d %6.2f %8.1f %8.1f %7.2fx %6.2fx %5.2f%s\n",
-                r.workload.c_str(), r.drafter.c_str(), r.k,
-                r.n > 0 ? std::to_string(r.n).c_str() : "-", r.batch,
-                r.runs ? static_cast<double>(r.emitted) / static_cast<double>(r.runs) : 0.0,
-                base_tps, spec_tps, median_ratio(r.base_seconds, r.spec_seconds),
-                median_ratio(r.base_decode, r.spec_decode),
-                run_cost(r.base_decode, r.base_steps, r.spec_decode, r.spec_steps),
-                r.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
-  }
-  std::printf(
-      "\nAL: tokens per target run, per request. plain/s, spec/s: tokens per second over "
-      "the whole batch (median run). speedup: plain time / speculative time, median over "
-      "repeats. decode: the same without the batched prefill. Both on the %s clock.\n"
-      "run cost: one batched speculative step in batched plain steps, median over repeats: the "
-      "measured T(b, k) / T(b, 0) of lab 06 (the batch thins out as requests finish).\n",
-      o.clock.c_str());
-  std::fflush(stdout);
-  if (!o.csv.empty()) {
-    open_output_file(o.csv, "--csv").close();  // creates its folder, names a failure
-    std::FILE* f = std::fopen(o.csv.c_str(), "w");
-    if (f == nullptr) throw std::runtime_error("bench: cannot write " + o.csv);
-    std::fprintf(f,
-                 "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
-                 "batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
-                 "spec_seconds_median,speedup_median,decode_speedup,mismatches,run_cost,"
-                 "core_round_trip_ns_min,core_round_trip_ns_max\n");
-    for (const BatchCaseResult& r : results) {
-      std::fprintf(
-          f,
-          "\"%s\",%s,%s,%d,%d,%s,%s,\"%s\",%d,%d,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,"
-          "%.4f,%.4f,%d,%.4f,%s\n",
-          model.description.c_str(), lab_impl(), o.clock.c_str(), o.max_new_tokens, o.repeats,
-          r.workload.c_str(), r.drafter.c_str(), r.drafter_name.c_str(), r.k, r.n, r.batch,
-          r.runs ? static_cast<double>(r.emitted) / static_cast<double>(r.runs) : 0.0,
-          static_cast<long long>(r.drafted), static_cast<long long>(r.accepted),
-          static_cast<long long>(r.emitted), static_cast<long long>(r.runs), median(r.base_seconds),
-          median(r.spec_seconds), median_ratio(r.base_seconds, r.spec_seconds),
-          median_ratio(r.base_decode, r.spec_decode), r.mismatches,
-          run_cost(r.base_decode, r.base_steps, r.spec_decode, r.spec_steps),
-          round_trip_csv(r.round_trip).c_str());
-    }
-    std::fclose(f);
-    std::fprintf(stderr, "bench: wrote %s\n", o.csv.c_str());
-  }
-  if (mismatches > 0) {
-    std::fprintf(stderr, "bench: FAILED: %d speculative outputs differed from plain decoding\n",
-                 mismatches);
-    return 1;
-  }
-  return 0;
-}
-
 int run_bench(const BenchOptions& o) {
-  if (!o.batches.empty() && o.json_given && !o.json.empty()) {
-    throw UsageError(
-        "--json: batched mode (--batch) writes its results to --csv only; drop --json");
-  }
-  const std::vector<Case> cases = make_cases(o);
+  const std::vector<BenchCase> cases = make_cases(o);
   if (cases.empty()) throw UsageError("bench: no case to run (check --drafter, --k and --n)");
   for (int k : o.ks) {
     if (k < 1 || k > 64) {
@@ -335,7 +124,7 @@ int run_bench(const BenchOptions& o) {
   }
   // A long run must not end in "cannot write": check the output paths before any work.
   check_output_file(o.csv, "--csv");
-  if (o.batches.empty()) check_output_file(o.json, "--json");
+  check_output_file(o.json, "--json");
   DecodeOptions decode;
   decode.temperature = o.temperature;
   decode.seed = o.seed;
@@ -409,7 +198,7 @@ int run_bench(const BenchOptions& o) {
                          "': the prompt and max-new-tokens do not fit the model's context of " +
                          std::to_string(m.target->max_length()) + " tokens");
       }
-      for (const Case& cs : cases)
+      for (const BenchCase& cs : cases)
         check_n_fits(cs.drafter, *m.target, first.size(), o.max_new_tokens);
     }
     total_runs +=
@@ -418,12 +207,21 @@ int run_bench(const BenchOptions& o) {
 
   if (!o.batches.empty()) {
     if (toy) throw UsageError("--batch needs a real model (--model smollm2 or a GGUF path)");
-    return run_bench_batch(o, cases, workloads, shared, base_dc, verify);
+    BatchBenchSettings settings;
+    settings.target = o.target;
+    settings.batches = o.batches;
+    settings.repeats = o.repeats;
+    settings.max_new_tokens = o.max_new_tokens;
+    settings.clock = o.clock;
+    settings.progress = !o.no_progress;
+    settings.csv = o.csv;
+    settings.json = o.json;
+    return run_bench_batch(settings, cases, workloads, shared, base_dc, verify);
   }
 
   std::vector<CaseResult> results;
   for (const Workload& w : workloads) {
-    for (const Case& cs : cases) {
+    for (const BenchCase& cs : cases) {
       CaseResult r;
       r.workload = w.name;
       r.drafter = cs.drafter.drafter;
@@ -458,7 +256,7 @@ int run_bench(const BenchOptions& o) {
       for (size_t conv_index = 0; conv_index < w.items.size(); ++conv_index) {
         const Conversation& conv = w.items[conv_index];
         for (size_t ci = 0; ci < cases.size(); ++ci) {
-          const Case& cs = cases[ci];
+          const BenchCase& cs = cases[ci];
           CaseResult& r = results[result_base + ci];
           SpecStats base_all, base_later;
           double base_seconds = 0.0;
@@ -596,16 +394,14 @@ void add_bench(CLI::App& app) {
                   "Batched mode: batch sizes to run, comma-separated. At every size B the same R "
                   "requests (R = the largest B: the first turns of the workload's conversations, "
                   "in turn) are decoded in consecutive batches of B, in lock-step with "
-                  "run_speculative_batch, plain against each case; --csv gets one row per case "
-                  "and batch size (no --json). Needs a real model")
+                  "run_speculative_batch, plain against each case; --csv and --json get one row "
+                  "per case and batch size. Needs a real model")
       ->delimiter(',')
       ->check(int_in(1, 256, "requests per batch"));
   cmd->add_flag("--corrupt-verify-for-testing", o->corrupt_verify,
                 "Break the verify rule on purpose, to check that the bench catches it")
       ->group("");  // hidden
-  const CLI::Option* json = cmd->get_option("--json");
-  cmd->callback([o, json]() {
-    o->json_given = json->count() > 0;
+  cmd->callback([o]() {
     const int rc = run_bench(*o);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

@@ -35,13 +35,12 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
-// {"min": ..., "max": ...}, or null where no probe measured anything.
+}  // namespace
+
 nlohmann::ordered_json round_trip_json(const RoundTripRange& r) {
   if (r.measured == 0) return nullptr;
   return {{"min", r.min_ns}, {"max", r.max_ns}};
 }
-
-}  // namespace
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;

@@ -1,7 +1,8 @@
 #pragma once
 // What `speclab bench` measures for one case (workload x drafter x parameters), and the three
-// ways it is reported: a terminal table, CSV and JSON.
+// ways it is reported: a terminal table, CSV and JSON. (Batched mode: bench_batch.h.)
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,8 @@ struct BenchMeta {
 // CPU placement, in either mode of bench; `when` says when the probes were taken. Just
 // "cross-core round trip: n/a (<why>)\n" when no probe measured anything.
 std::string round_trip_line(const RoundTripRange& all, const std::string& when);
+// A range as JSON: {"min": ..., "max": ...} in nanoseconds, or null where nothing was measured.
+nlohmann::ordered_json round_trip_json(const RoundTripRange& r);
 // A range as two CSV fields, "min,max" in nanoseconds; two empty fields (",") where nothing was
 // measured.
 std::string round_trip_csv(const RoundTripRange& r);

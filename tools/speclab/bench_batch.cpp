@@ -1,0 +1,301 @@
+#include "bench_batch.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench_report.h"
+#include "bench_run.h"
+#include "core_probe.h"
+#include "mini_engine/spec/batch_loop.h"
+#include "progress.h"
+#include "user_files.h"
+
+namespace speclab::cli {
+namespace {
+
+// One batched case: a drafter configuration at one batch size.
+struct BatchCaseResult {
+  std::string workload, drafter, drafter_name;
+  int k = 0, n = 0, batch = 0;
+  std::vector<double> base_seconds, spec_seconds;    // per repeat: the whole batch
+  std::vector<double> base_decode, spec_decode;      // per repeat, prefill excluded
+  std::vector<std::int64_t> base_steps, spec_steps;  // per repeat: batched decode steps
+  std::int64_t runs = 0, emitted = 0, drafted = 0, accepted = 0;  // speculative, per request
+  std::int64_t base_emitted = 0;
+  int mismatches = 0;
+  RoundTripRange round_trip;  // the round trips on either side of its runs (core_probe.h)
+
+  double al() const {
+    return runs ? static_cast<double>(emitted) / static_cast<double>(runs) : 0.0;
+  }
+  // Tokens per second over the whole batch, in the median repeat.
+  double base_tokens_per_second() const { return rate(base_emitted, base_seconds); }
+  double spec_tokens_per_second() const { return rate(emitted, spec_seconds); }
+  double speedup() const { return median_ratio(base_seconds, spec_seconds); }
+  double decode_speedup() const { return median_ratio(base_decode, spec_decode); }
+  double step_cost() const { return run_cost(base_decode, base_steps, spec_decode, spec_steps); }
+
+ private:
+  // `tokens` is summed over the repeats, `seconds` has one entry per repeat.
+  static double rate(std::int64_t tokens, const std::vector<double>& seconds) {
+    const double reps = static_cast<double>(seconds.size());
+    return static_cast<double>(tokens) / std::max(1e-9, reps * median(seconds));
+  }
+};
+
+struct BatchRun {
+  std::vector<BatchCaseResult> results;
+  RoundTripRange round_trips;  // every probe of the run
+  int total_requests = 0;
+  int mismatches = 0;
+};
+
+BatchRun run_cases(const BatchBenchSettings& s, const std::vector<BenchCase>& cases,
+                   const std::vector<Workload>& workloads, const Model& model,
+                   const DecodeConfig& base_dc, const VerifyRule& verify) {
+  std::unique_ptr<BatchTarget> target = load_batch_model(s.target);
+  BatchRun out;
+  out.total_requests = *std::max_element(s.batches.begin(), s.batches.end());
+  const bool cpu_clock = s.clock == "cpu";
+  std::vector<BatchCaseResult>& results = out.results;
+  const long total =
+      static_cast<long>(workloads.size() * s.batches.size() * (1 + cases.size())) * s.repeats;
+  ProgressBar progress(total, s.progress && isatty(fileno(stderr)) != 0);
+  // Where the host has the CPUs: probed before each repeat of a batch size and after the last.
+  RoundTripProbes probes;
+  for (const Workload& w : workloads) {
+    for (int b : s.batches) {
+      // The same requests at every batch size, so AL and work are equal across sizes.
+      std::vector<std::vector<Token>> prompts;
+      for (int i = 0; i < out.total_requests; ++i) {
+        const Conversation& c = w.items[static_cast<size_t>(i) % w.items.size()];
+        std::vector<Token> p = model.codec->system_prompt(c.system);
+        const std::vector<Token> user = model.codec->user_turn(c.turns[0]);
+        p.insert(p.end(), user.begin(), user.end());
+        prompts.push_back(std::move(p));
+      }
+      const size_t first = results.size();
+      for (const BenchCase& cs : cases) {
+        BatchCaseResult r;
+        r.workload = w.name;
+        r.drafter = cs.drafter.drafter;
+        r.drafter_name = make_drafter(cs.drafter, cs.k)->name();
+        r.k = cs.k;
+        r.n = cs.n;
+        r.batch = b;
+        results.push_back(r);
+      }
+      // Every request, in consecutive batches of b; the times are summed over the batches.
+      const auto run = [&](const std::vector<std::unique_ptr<Drafter>>& drafters, int k,
+                           double& seconds, double& decode, std::int64_t& steps) {
+        std::vector<GenerationResult> generated;
+        seconds = decode = 0.0;
+        steps = 0;
+        for (size_t start = 0; start < prompts.size(); start += static_cast<size_t>(b)) {
+          const size_t end = std::min(prompts.size(), start + static_cast<size_t>(b));
+          std::vector<BatchRequest> requests(end - start);
+          for (size_t i = start; i < end; ++i) {
+            BatchRequest& q = requests[i - start];
+            q.prompt = prompts[i];
+            q.drafter = drafters.empty() ? nullptr : drafters[i].get();
+            q.config = base_dc;
+            q.config.k = drafters.empty() ? 0 : k;
+            q.config.stop_tokens = model.codec->stop_tokens();
+          }
+          const ProcessCpuClock cpu;
+          BatchDecodeConfig config;
+          if (cpu_clock) config.clock = &cpu;
+          BatchGenerationResult g = run_speculative_batch(*target, requests, verify, config);
+          seconds += g.stats.total_seconds;
+          decode += g.stats.total_seconds - g.stats.prefill_seconds;
+          steps += g.stats.steps;
+          for (GenerationResult& r : g.requests) generated.push_back(std::move(r));
+        }
+        return generated;
+      };
+      for (int rep = 0; rep < s.repeats; ++rep) {
+        double base_s = 0.0, base_d = 0.0;
+        std::int64_t base_steps = 0;
+        const std::vector<GenerationResult> base = run({}, 0, base_s, base_d, base_steps);
+        progress.advance(1, w.name + " batch " + std::to_string(b) + " plain");
+        for (size_t ci = 0; ci < cases.size(); ++ci) {
+          const BenchCase& cs = cases[ci];
+          BatchCaseResult& r = results[first + ci];
+          std::vector<std::unique_ptr<Drafter>> drafters;
+          for (int i = 0; i < out.total_requests; ++i) {
+            DrafterOptions options = cs.drafter;
+            options.stop_tokens = model.codec->stop_tokens();
+            drafters.push_back(make_drafter(options, cs.k));
+          }
+          double spec_s = 0.0, spec_d = 0.0;
+          std::int64_t spec_steps = 0;
+          const std::vector<GenerationResult> spec =
+              run(drafters, cs.k, spec_s, spec_d, spec_steps);
+          r.base_seconds.push_back(base_s);
+          r.spec_seconds.push_back(spec_s);
+          r.base_decode.push_back(base_d);
+          r.spec_decode.push_back(spec_d);
+          r.base_steps.push_back(base_steps);
+          r.spec_steps.push_back(spec_steps);
+          for (const GenerationResult& g : base) r.base_emitted += g.stats.emitted;
+          for (size_t i = 0; i < spec.size(); ++i) {
+            const SpecStats& st = spec[i].stats;
+            r.runs += st.target_runs;
+            r.emitted += st.emitted;
+            r.drafted += st.drafted;
+            r.accepted += st.accepted;
+            if (spec[i].tokens != base[i].tokens) {
+              ++r.mismatches;
+              ++out.mismatches;
+              progress.clear();
+              std::fprintf(stderr,
+                           "bench: MISMATCH: %s batch %d request %zu with %s (k=%d): speculative "
+                           "output differs from plain decoding\n",
+                           w.name.c_str(), b, i, r.drafter_name.c_str(), cs.k);
+            }
+          }
+          progress.advance(1, w.name + " batch " + std::to_string(b) + " " + cs.drafter.drafter);
+        }
+        const RoundTripRange around = probes.next();
+        for (size_t ci = 0; ci < cases.size(); ++ci) results[first + ci].round_trip.add(around);
+      }
+    }
+  }
+  progress.clear();
+  out.round_trips = probes.all();
+  return out;
+}
+
+void print_table(const BatchBenchSettings& s, const Model& model, const BatchRun& run) {
+  std::printf(
+      "speclab bench --batch: %s, LAB_IMPL=%s, max-new-tokens %d, %d repeats, %s clock\n"
+      "first turns only: %d requests (the workload's conversations in turn) at every batch "
+      "size B, decoded in consecutive batches of B\n%s\n",
+      model.description.c_str(), lab_impl(), s.max_new_tokens, s.repeats, s.clock.c_str(),
+      run.total_requests,
+      round_trip_line(run.round_trips,
+                      "one before each repeat of a batch size and one after the last")
+          .c_str());
+  std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s %5s\n", "workload", "drafter", "k", "n",
+              "batch", "AL", "plain/s", "spec/s", "speedup", "decode", "run");
+  std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s %5s\n", "", "", "", "", "", "", "", "",
+              "", "", "cost");
+  for (const BatchCaseResult& r : run.results) {
+    std::printf(
+        "%-12s %-14s %3d %3s %5d %6.2f %8.1f %8.1f %7.2fx %6.2fx %5.2f%s\n", r.workload.c_str(),
+        r.drafter.c_str(), r.k, r.n > 0 ? std::to_string(r.n).c_str() : "-", r.batch, r.al(),
+        r.base_tokens_per_second(), r.spec_tokens_per_second(), r.speedup(), r.decode_speedup(),
+        r.step_cost(), r.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
+  }
+  std::printf(
+      "\nAL: tokens per target run, per request. plain/s, spec/s: tokens per second over "
+      "the whole batch (median run). speedup: plain time / speculative time, median over "
+      "repeats. decode: the same without the batched prefill. Both on the %s clock.\n"
+      "run cost: one batched speculative step in batched plain steps, median over repeats: the "
+      "measured T(b, k) / T(b, 0) of lab 06 (the batch thins out as requests finish).\n",
+      s.clock.c_str());
+  std::fflush(stdout);
+}
+
+void write_csv(const std::string& path, const BatchBenchSettings& s, const Model& model,
+               const BatchRun& run) {
+  open_output_file(path, "--csv").close();  // creates its folder, names a failure
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) throw std::runtime_error("bench: cannot write " + path);
+  std::fprintf(f,
+               "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
+               "batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
+               "spec_seconds_median,speedup_median,decode_speedup,mismatches,run_cost,"
+               "core_round_trip_ns_min,core_round_trip_ns_max\n");
+  for (const BatchCaseResult& r : run.results) {
+    std::fprintf(f,
+                 "\"%s\",%s,%s,%d,%d,%s,%s,\"%s\",%d,%d,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,"
+                 "%.4f,%.4f,%d,%.4f,%s\n",
+                 model.description.c_str(), lab_impl(), s.clock.c_str(), s.max_new_tokens,
+                 s.repeats, r.workload.c_str(), r.drafter.c_str(), r.drafter_name.c_str(), r.k, r.n,
+                 r.batch, r.al(), static_cast<long long>(r.drafted),
+                 static_cast<long long>(r.accepted), static_cast<long long>(r.emitted),
+                 static_cast<long long>(r.runs), median(r.base_seconds), median(r.spec_seconds),
+                 r.speedup(), r.decode_speedup(), r.mismatches, r.step_cost(),
+                 round_trip_csv(r.round_trip).c_str());
+  }
+  const bool ok = std::ferror(f) == 0;
+  if (std::fclose(f) != 0 || !ok) throw std::runtime_error("bench: writing '" + path + "' failed");
+}
+
+void write_json(const std::string& path, const BatchBenchSettings& s, const Model& model,
+                const BatchRun& run) {
+  nlohmann::ordered_json j;
+  j["meta"] = {{"mode", "batch"},        {"model", model.description},
+               {"lab_impl", lab_impl()}, {"max_new_tokens", s.max_new_tokens},
+               {"repeats", s.repeats},   {"threads", s.target.threads},
+               {"clock", s.clock},       {"requests", run.total_requests},
+               {"batches", s.batches}};
+  j["meta"]["core_round_trip_ns"] = round_trip_json(run.round_trips);
+  j["meta"]["core_round_trip_probes"] = run.round_trips.measured;
+  j["cases"] = nlohmann::ordered_json::array();
+  for (const BatchCaseResult& r : run.results) {
+    j["cases"].push_back({
+        {"workload", r.workload},
+        {"drafter", r.drafter},
+        {"drafter_name", r.drafter_name},
+        {"k", r.k},
+        {"n", r.n > 0 ? nlohmann::ordered_json(r.n) : nlohmann::ordered_json(nullptr)},
+        {"batch", r.batch},
+        {"tokens_per_run", r.al()},
+        {"drafted", r.drafted},
+        {"accepted", r.accepted},
+        {"emitted", r.emitted},
+        {"target_runs", r.runs},
+        {"plain_tokens_per_s", r.base_tokens_per_second()},
+        {"spec_tokens_per_s", r.spec_tokens_per_second()},
+        {"speedup_median", r.speedup()},
+        {"decode_speedup", r.decode_speedup()},
+        {"run_cost", r.step_cost()},
+        {"core_round_trip_ns", round_trip_json(r.round_trip)},
+        {"plain_seconds", r.base_seconds},
+        {"spec_seconds", r.spec_seconds},
+        {"plain_decode_seconds", r.base_decode},
+        {"spec_decode_seconds", r.spec_decode},
+        {"plain_steps", r.base_steps},
+        {"spec_steps", r.spec_steps},
+        {"identical", r.mismatches == 0},
+        {"mismatches", r.mismatches},
+    });
+  }
+  std::ofstream f = open_output_file(path, "bench output");
+  f << j.dump(2) << '\n';
+  if (!f) throw std::runtime_error("bench: writing '" + path + "' failed");
+}
+
+}  // namespace
+
+int run_bench_batch(const BatchBenchSettings& settings, const std::vector<BenchCase>& cases,
+                    const std::vector<Workload>& workloads, const Model& model,
+                    const DecodeConfig& base, const VerifyRule& verify) {
+  const BatchRun run = run_cases(settings, cases, workloads, model, base, verify);
+  print_table(settings, model, run);
+  if (!settings.csv.empty()) write_csv(settings.csv, settings, model, run);
+  if (!settings.json.empty()) write_json(settings.json, settings, model, run);
+  if (!settings.csv.empty() || !settings.json.empty()) {
+    std::fprintf(stderr, "bench: wrote %s%s%s\n", settings.csv.c_str(),
+                 !settings.csv.empty() && !settings.json.empty() ? " and " : "",
+                 settings.json.c_str());
+  }
+  if (run.mismatches > 0) {
+    std::fprintf(stderr, "bench: FAILED: %d speculative outputs differed from plain decoding\n",
+                 run.mismatches);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace speclab::cli
