@@ -170,6 +170,9 @@ class BadInput(unittest.TestCase):
             for args, needles in [
                 (["--csv", tmp, "--json", ""], [f"--csv '{tmp}' is a directory, not a file"]),
                 (["--csv", "", "--json", under_a_file], [f"--json '{under_a_file}'", "cannot"]),
+                # Batched mode writes JSON too, and checks it as early.
+                (["--batch", "2", "--csv", "", "--json", under_a_file],
+                 [f"--json '{under_a_file}'", "cannot"]),
             ]:
                 cmd = ["bench", "--model", "toy", "--repeats", "1", "--max-new-tokens", "8", *args]
                 self.assert_refused(cmd, *needles)
