@@ -280,7 +280,7 @@ void GgufFile::parse_all(std::span<const std::uint8_t> bytes) {
     const auto type = c.read<std::uint32_t>("type of " + what);
     const GgmlTypeInfo* info = ggml_type_info(type);
     if (!info) {
-      c.fail(what + " has tensor type " + ggml_type_name(type) +
+      c.fail(what + " has ggml type id " + std::to_string(type) +
                  ", which SpecLab does not support (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1)",
              type_at);
     }

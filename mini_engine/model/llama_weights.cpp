@@ -1,5 +1,6 @@
 #include "mini_engine/model/llama_weights.h"
 
+#include <cmath>
 #include <limits>
 
 namespace speclab {
@@ -73,6 +74,14 @@ class Loader {
     m.rows = rows;
     m.cols = cols;
     m.row_bytes = ggml_row_bytes(t.type, cols);
+    const std::int64_t per_row = cols / kQuantBlock;
+    const std::int64_t bad =
+        first_nonfinite_block(t.type, t.data, static_cast<std::int64_t>(rows) * per_row);
+    if (bad >= 0) {
+      fail("tensor '" + name + "' has a scale that is not finite in row " +
+           std::to_string(bad / per_row) + ", block " + std::to_string(bad % per_row) +
+           " (inf or NaN: the weights are corrupt)");
+    }
     return m;
   }
 
@@ -89,7 +98,17 @@ class Loader {
     if (reinterpret_cast<std::uintptr_t>(t.data) % alignof(float) != 0) {
       fail("tensor '" + name + "' is not 4-byte aligned in the file");
     }
-    return reinterpret_cast<const float*>(t.data);
+    const float* w = reinterpret_cast<const float*>(t.data);
+    for (int i = 0; i < n; ++i) {
+      if (!std::isfinite(w[i])) {
+        fail("tensor '" + name + "' holds " +
+             (std::isnan(w[i]) ? "nan"
+              : w[i] > 0       ? "inf"
+                               : "-inf") +
+             " at index " + std::to_string(i) + " (the weights are corrupt)");
+      }
+    }
+    return w;
   }
 
  private:

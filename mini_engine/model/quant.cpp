@@ -1,5 +1,6 @@
 #include "mini_engine/model/quant.h"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace speclab {
@@ -39,6 +40,24 @@ const GgmlTypeInfo* ggml_type_info(std::uint32_t id) {
 std::string ggml_type_name(std::uint32_t id) {
   const GgmlTypeInfo* info = ggml_type_info(id);
   return info ? info->name : "type " + std::to_string(id);
+}
+
+std::int64_t first_nonfinite_block(GgmlType type, const std::uint8_t* data, std::int64_t n_blocks) {
+  if (type != GgmlType::Q4_0 && type != GgmlType::Q4_1 && type != GgmlType::Q8_0) {
+    throw std::invalid_argument(
+        "first_nonfinite_block: " + ggml_type_name(static_cast<std::uint32_t>(type)) +
+        " is not a block-quantized type");
+  }
+  const int bytes = info_or_throw(type).type_size;
+  const int halves = type == GgmlType::Q4_1 ? 2 : 1;  // d, then (Q4_1) m, first in the block
+  for (std::int64_t b = 0; b < n_blocks; ++b) {
+    for (int i = 0; i < halves; ++i) {
+      std::uint16_t h;
+      std::memcpy(&h, data + b * bytes + 2 * i, 2);
+      if ((h & 0x7c00u) == 0x7c00u) return b;  // exponent all ones: inf or NaN
+    }
+  }
+  return -1;
 }
 
 std::uint64_t ggml_row_bytes(GgmlType type, std::int64_t n) {

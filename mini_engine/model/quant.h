@@ -37,6 +37,12 @@ const GgmlTypeInfo* ggml_type_info(std::uint32_t id);
 // "Q4_1", or "type 14" for an unknown id.
 std::string ggml_type_name(std::uint32_t id);
 
+// The first of n_blocks consecutive blocks of `type` at `data` whose fp16 scale d (or, in Q4_1,
+// offset m) is infinite or NaN, or -1 when there is none. Any such block makes every product with
+// the matrix NaN, so a loader refuses the file. Requires type Q4_0, Q4_1 or Q8_0 (throws
+// std::invalid_argument otherwise) and n_blocks whole blocks readable at data.
+std::int64_t first_nonfinite_block(GgmlType type, const std::uint8_t* data, std::int64_t n_blocks);
+
 // Q4_0: 32 weights as 4-bit codes q in [0, 15]; w = d * (q - 8).
 // Byte j of qs holds weight j in its low nibble and weight j + 16 in its high nibble.
 struct BlockQ4_0 {

@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -215,6 +218,63 @@ TEST_SUITE("engine_forward / loading a Llama GGUF") {
     TinyLlamaSpec s;
     s.type_override["blk.0.attn_q.weight"] = 0;  // F32
     CHECK(load_error(s).find("'blk.0.attn_q.weight' has type F32") != std::string::npos);
+  }
+
+  TEST_CASE("a weight that is not finite is named with where it is") {
+    // A NaN or an infinity in the weights (a corrupt download, a bad conversion) would make every
+    // product with them NaN: the greedy output would silently be token 0 over and over. The load
+    // refuses the file instead, naming the tensor and the place.
+    // `patch` gets the tensor's bytes inside the file and breaks them.
+    const auto error_after = [](const TinyLlamaSpec& spec, const std::string& tensor,
+                                const std::function<void(std::uint8_t*)>& patch) {
+      std::vector<std::uint8_t> bytes = testing::build_tiny_llama(spec);
+      {
+        const GgufFile f = GgufFile::parse(bytes, "tiny.gguf");
+        const GgufTensor* t = f.tensor(tensor);
+        REQUIRE(t != nullptr);
+        patch(bytes.data() + (t->data - bytes.data()));
+      }
+      try {
+        CpuLlama model(GgufFile::parse(bytes, "tiny.gguf"));
+      } catch (const ModelError& e) {
+        return std::string(e.what());
+      }
+      return std::string("(no ModelError thrown)");
+    };
+    const auto put_float = [](std::uint8_t* p, float v) { std::memcpy(p, &v, 4); };
+    const auto put_half = [](std::uint8_t* p, std::uint16_t h) { std::memcpy(p, &h, 2); };
+    const TinyLlamaSpec s;  // matrices Q4_1 (20-byte blocks: d, m, codes), embedding Q8_0
+    std::string err = error_after(s, "blk.1.ffn_norm.weight", [&](std::uint8_t* p) {
+      put_float(p + 4 * 7, std::numeric_limits<float>::quiet_NaN());
+    });
+    INFO(err);
+    CHECK(err.find("tensor 'blk.1.ffn_norm.weight' holds nan at index 7") != std::string::npos);
+    err = error_after(s, "output_norm.weight", [&](std::uint8_t* p) {
+      put_float(p, -std::numeric_limits<float>::infinity());
+    });
+    CHECK(err.find("tensor 'output_norm.weight' holds -inf at index 0") != std::string::npos);
+    // Row 1, block 1 of a 64-column Q4_1 matrix is block 3: its scale d made infinite (fp16
+    // 0x7c00), then in another copy its offset m made NaN (0x7e00).
+    err = error_after(s, "blk.0.attn_k.weight",
+                      [&](std::uint8_t* p) { put_half(p + 3 * 20, 0x7c00); });
+    CHECK(
+        err.find("tensor 'blk.0.attn_k.weight' has a scale that is not finite in row 1, block 1") !=
+        std::string::npos);
+    err = error_after(s, "blk.0.attn_k.weight",
+                      [&](std::uint8_t* p) { put_half(p + 3 * 20 + 2, 0x7e00); });
+    CHECK(
+        err.find("tensor 'blk.0.attn_k.weight' has a scale that is not finite in row 1, block 1") !=
+        std::string::npos);
+    // The Q8_0 embedding (34-byte blocks, d first): row 95, its last block.
+    err = error_after(s, "token_embd.weight",
+                      [&](std::uint8_t* p) { put_half(p + (95 * 2 + 1) * 34, 0xfc00); });
+    CHECK(
+        err.find("tensor 'token_embd.weight' has a scale that is not finite in row 95, block 1") !=
+        std::string::npos);
+    // Large but finite values load: only infinities and NaN are refused.
+    CHECK(error_after(s, "blk.0.attn_k.weight", [&](std::uint8_t* p) {
+            put_half(p, 0x7bff);  // 65504, the largest fp16
+          }) == "(no ModelError thrown)");
   }
 
   TEST_CASE("without output.weight the output is tied to token_embd and with it it is not") {
