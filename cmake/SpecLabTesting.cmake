@@ -221,14 +221,16 @@ function(speclab_add_lab lab)
 
   # The starter must compile and fail every case with its TODO message.
   add_test(NAME "starters: ${lab} fails every case with a TODO message"
-    COMMAND ${SPECLAB_TESTRUN} starter-check --build-dir ${PROJECT_BINARY_DIR} --lab ${lab})
+    COMMAND ${SPECLAB_TESTRUN} starter-check --build-dir ${PROJECT_BINARY_DIR} --lab ${lab}
+            --timeout ${L_TIMEOUT} --mem-mb ${SPECLAB_CASE_MEMORY_MB})
   set_tests_properties("starters: ${lab} fails every case with a TODO message" PROPERTIES
     LABELS starters FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600)
 
   # Each mutant must fail at least one case.
   foreach(m IN LISTS L_MUTANTS)
     add_test(NAME "mutants: ${lab}/${m} is caught"
-      COMMAND ${SPECLAB_TESTRUN} mutant --build-dir ${PROJECT_BINARY_DIR} --lab ${lab} --mutant ${m})
+      COMMAND ${SPECLAB_TESTRUN} mutant --build-dir ${PROJECT_BINARY_DIR} --lab ${lab} --mutant ${m}
+              --timeout ${L_TIMEOUT} --mem-mb ${SPECLAB_CASE_MEMORY_MB})
     set_tests_properties("mutants: ${lab}/${m} is caught" PROPERTIES
       LABELS mutants FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600)
   endforeach()
@@ -267,7 +269,8 @@ function(speclab_add_header_mutants group)
     set_target_properties(${exe} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${SPECLAB_LABTESTS_DIR})
     add_dependencies(speclab_aux ${exe})
     add_test(NAME "mutants: ${group}/${m} is caught"
-      COMMAND ${SPECLAB_TESTRUN} mutant --build-dir ${PROJECT_BINARY_DIR} --lab ${group} --mutant ${m})
+      COMMAND ${SPECLAB_TESTRUN} mutant --build-dir ${PROJECT_BINARY_DIR} --lab ${group} --mutant ${m}
+              --timeout ${SPECLAB_CASE_TIMEOUT} --mem-mb ${SPECLAB_CASE_MEMORY_MB})
     set_tests_properties("mutants: ${group}/${m} is caught" PROPERTIES
       LABELS mutants FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600)
   endforeach()
