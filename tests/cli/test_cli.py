@@ -62,6 +62,19 @@ def speclab_on_tty(*args, timeout=60):
     return p.wait(timeout=timeout), out.decode("utf-8", "replace")
 
 
+def cuda_plugin_built():
+    """Whether this build has the CUDA backend plugin beside the speclab programs."""
+    return (Path(SPECLAB).resolve().parent / "libspeclab_cuda_backend.so").is_file()
+
+
+def shared_libraries_loaded(*args):
+    """The shared libraries a speclab run loads, its exit code and stderr (from LD_DEBUG=libs)."""
+    rc, _, err = speclab(*args, env={"LD_DEBUG": "libs"})
+    loaded = {line.split("calling init: ")[1].strip().rsplit("/", 1)[-1]
+              for line in err.splitlines() if "calling init: " in line}
+    return loaded, rc, err
+
+
 class BadInput(unittest.TestCase):
     """Each bad input: a clear message on stderr and a non-zero exit code."""
 
@@ -129,6 +142,19 @@ class BadInput(unittest.TestCase):
         if shutil.which("nvidia-smi") is None:
             # cuda_unavailable_reason(): no backend in this build, no driver, or no device.
             self.assertRegex(err, r"--device cuda: .*(CUDA|cuda|GPU|device|driver)")
+
+    def test_a_missing_cuda_backend_is_named(self):
+        # speclab loads the CUDA backend as a plugin when asked for --device cuda; a plugin that
+        # is not there must give the reason, not a failed start (SPECLAB_CUDA_BACKEND overrides
+        # where it is looked for). A build without CUDA says that instead.
+        rc, _, err = speclab("generate", "--model", "toy", "--device", "cuda",
+                             env={"SPECLAB_CUDA_BACKEND": "/nonexistent/libcuda_backend.so"})
+        self.assertEqual(rc, 2, err)
+        if cuda_plugin_built():
+            self.assertIn("the CUDA backend library was not found (looked for "
+                          "/nonexistent/libcuda_backend.so (missing))", err)
+        else:
+            self.assertIn("this build of SpecLab has no CUDA backend", err)
 
     def test_bad_flag_values(self):
         self.assert_refused(["generate", "--model", "toy", "--prompt", "1 two"], "'two' is not one")
@@ -264,6 +290,21 @@ class Generate(unittest.TestCase):
                                  "--no-color")
         self.assertEqual(rc, 0, out)
         self.assertNotIn(ESC, out)
+
+
+    def test_the_cuda_libraries_are_loaded_only_for_device_cuda(self):
+        # Loading the CUDA runtime and cuBLAS costs some 70 ms at every start: a command that
+        # does not use the GPU must not pay it (mini_engine/targets/cuda/cuda_plugin.h).
+        loaded, rc, err = shared_libraries_loaded("generate", "--model", "toy",
+                                                  "--max-new-tokens", "2")
+        self.assertEqual(rc, 0, err[-2000:])
+        self.assertTrue(loaded, "LD_DEBUG=libs printed no library: the check would prove nothing")
+        self.assertFalse({lib for lib in loaded if "cuda" in lib or "cublas" in lib}, loaded)
+        if cuda_plugin_built():
+            loaded, rc, _ = shared_libraries_loaded("generate", "--model", "toy", "--device",
+                                                    "cuda", "--max-new-tokens", "2")
+            self.assertIn("libspeclab_cuda_backend.so", loaded)
+            self.assertTrue(any(lib.startswith("libcudart") for lib in loaded), loaded)
 
 
 class Chat(unittest.TestCase):

@@ -2,6 +2,8 @@
 // CudaLlama: the Llama forward pass on an NVIDIA GPU, behind the same Target interface as
 // CpuLlama and the ToyTarget. Built only when nvcc is found at configure time
 // (SPECLAB_HAS_CUDA); otherwise these functions exist and report that the backend is missing.
+// The speclab CLI gets them from cuda_loader.cpp, which loads the backend as a plugin on first
+// use (cuda_plugin.h); the CUDA tests and speclab_bench_cuda link the backend itself.
 #include <memory>
 #include <string>
 
