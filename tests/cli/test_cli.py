@@ -8,6 +8,7 @@ SPECLAB_BIN names build/bin/speclab (the launcher).
 import json
 import os
 import pty
+import re
 import statistics
 import select
 import struct
@@ -708,6 +709,13 @@ class RealModel(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("identical to plain decoding", out)
         self.assertNotIn("Showing the toy target", out)
+        # One timing each would be at the mercy of a busy machine: the speedup is the median of
+        # three side-by-side pairs, shown with its range.
+        m = re.search(r"Decode speedup ([0-9.]+)x \(median of 3 runs each, ([0-9.]+) to "
+                      r"([0-9.]+); prefill excluded\)", out)
+        self.assertIsNotNone(m, out)
+        low, median, high = float(m.group(2)), float(m.group(1)), float(m.group(3))
+        self.assertTrue(0 < low <= median <= high, m.group(0))
 
 
 class StarterImpl(unittest.TestCase):
