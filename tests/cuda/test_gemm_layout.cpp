@@ -10,6 +10,7 @@
 
 #include "mini_engine/sampling/rng.h"
 #include "mini_engine/targets/cuda/gemm_layout.h"
+#include "mini_engine/targets/cuda/kernel_math.h"
 
 using namespace speclab;
 
@@ -45,6 +46,24 @@ std::vector<float> random_vec(size_t n, std::uint64_t seed) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(uniform01(seed, 1, i) - 0.5);
   return v;
+}
+
+// Y = X W^T through the cuBLAS mapping and the reference GEMM, all row-major.
+std::vector<float> xwt(const std::vector<float>& X, const std::vector<float>& W, int tokens, int in,
+                       int out) {
+  std::vector<float> Y(static_cast<size_t>(tokens) * out, 0.0f);
+  const CublasGemmArgs g = rowmajor_xwt(tokens, in, out);
+  const auto& A = g.a_is_weights ? W : X;
+  const auto& B = g.a_is_weights ? X : W;
+  reference_cublas_gemm(g, A.data(), A.size(), B.data(), B.size(), Y.data(), Y.size());
+  return Y;
+}
+
+// The rows of each matrix, one after the other: the fused weight CudaLlama uploads.
+std::vector<float> stack_rows(std::initializer_list<const std::vector<float>*> parts) {
+  std::vector<float> out;
+  for (const auto* p : parts) out.insert(out.end(), p->begin(), p->end());
+  return out;
 }
 
 }  // namespace
@@ -89,5 +108,41 @@ TEST_SUITE("cuda-host / GEMM layout") {
     CHECK_THROWS_AS(
         reference_cublas_gemm(g, a.data(), a.size(), b.data(), b.size(), c.data(), c.size()),
         std::invalid_argument);
+  }
+
+  TEST_CASE("stacked Q|K|V and Gate|Up weights put each projection at the kernels' offsets") {
+    // SmolLM2's shapes: 9 query heads and 3 KV heads of 64, dim 576, n_ff 1536; 5 tokens.
+    const int tokens = 5, dim = 576, heads = 9, kv = 3, hd = 64, ff = 1536;
+    const auto X = random_vec(static_cast<size_t>(tokens) * dim, 1);
+    const auto Wq = random_vec(static_cast<size_t>(heads) * hd * dim, 2);
+    const auto Wk = random_vec(static_cast<size_t>(kv) * hd * dim, 3);
+    const auto Wv = random_vec(static_cast<size_t>(kv) * hd * dim, 4);
+    const kmath::QkvLayout l = kmath::qkv_layout(heads, kv, hd);
+    REQUIRE(l.row == (heads + 2 * kv) * hd);
+    const auto fused = xwt(X, stack_rows({&Wq, &Wk, &Wv}), tokens, dim, l.row);
+    const auto q = xwt(X, Wq, tokens, dim, heads * hd), k = xwt(X, Wk, tokens, dim, kv * hd),
+               v = xwt(X, Wv, tokens, dim, kv * hd);
+    int bad = 0;
+    for (int t = 0; t < tokens; ++t) {
+      const float* row = &fused[static_cast<size_t>(t) * l.row];
+      for (int i = 0; i < heads * hd; ++i)
+        bad += row[l.q + i] != q[static_cast<size_t>(t) * heads * hd + i];
+      for (int i = 0; i < kv * hd; ++i) {
+        bad += row[l.k + i] != k[static_cast<size_t>(t) * kv * hd + i];
+        bad += row[l.v + i] != v[static_cast<size_t>(t) * kv * hd + i];
+      }
+    }
+    CHECK(bad == 0);
+
+    const auto Wg = random_vec(static_cast<size_t>(ff) * dim, 5);
+    const auto Wu = random_vec(static_cast<size_t>(ff) * dim, 6);
+    const auto gu = xwt(X, stack_rows({&Wg, &Wu}), tokens, dim, 2 * ff);
+    const auto g = xwt(X, Wg, tokens, dim, ff), u = xwt(X, Wu, tokens, dim, ff);
+    bad = 0;
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(tokens) * ff; ++i) {
+      bad += gu[static_cast<size_t>(kmath::gate_index(i, ff))] != g[static_cast<size_t>(i)];
+      bad += gu[static_cast<size_t>(kmath::up_index(i, ff))] != u[static_cast<size_t>(i)];
+    }
+    CHECK(bad == 0);
   }
 }

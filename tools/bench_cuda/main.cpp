@@ -1,5 +1,6 @@
 // speclab_bench_cuda: CudaLlama's decode speed and the cost of a verify pass of k + 1 tokens
-// relative to one decode step, k = 1..8, as medians. Needs a CUDA GPU; exits 2 with the reason
+// relative to one decode step, k = 1..8, as medians; with CUDA graphs (the default) and with
+// the kernels launched one by one, side by side. Needs a CUDA GPU; exits 2 with the reason
 // where there is none. Not a test.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -36,31 +37,42 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    auto t = make_cuda_llama(model, {.max_length = prompt_len + kmax + 16});
     std::vector<Token> prompt(static_cast<size_t>(prompt_len));
     for (int i = 0; i < prompt_len; ++i) prompt[i] = static_cast<Token>((i * 7919) % 30000 + 100);
+    // The same model twice: decode steps and verify passes replayed as CUDA graphs (the
+    // default), and the same kernels launched one by one. Measured in turns, in one run.
+    const int max_length = prompt_len + kmax + 16;
+    auto graphed = make_cuda_llama(model, {.max_length = max_length, .graphs = true});
+    auto eager = make_cuda_llama(model, {.max_length = max_length, .graphs = false});
     auto t0 = std::chrono::steady_clock::now();
-    t->extend(prompt);
+    graphed->extend(prompt);
     const double prefill = seconds(t0);
-    // cost(n): one extend of n tokens at the end of the prompt, rolled back after each repeat.
-    auto cost = [&](int n) {
+    eager->extend(prompt);
+    // cost(t, n): one extend of n tokens at the end of the prompt, rolled back after each.
+    auto cost = [&](Target& t, int n) {
       std::vector<Token> block(static_cast<size_t>(n), 42);
       std::vector<double> s;
       for (int r = 0; r < repeats; ++r) {
         const auto start = std::chrono::steady_clock::now();
-        t->extend(block);
+        t.extend(block);
         s.push_back(seconds(start));
-        t->truncate(prompt_len);
+        t.truncate(prompt_len);
       }
       return median(s);
     };
-    cost(1);  // warm-up
-    const double decode = cost(1);
+    for (int n = 1; n <= kmax + 1; ++n) cost(*graphed, n);  // capture every block size first
+    cost(*eager, 1);
+    const double decode = cost(*graphed, 1), decode_eager = cost(*eager, 1);
     std::printf(
-        "CudaLlama on %s\n  prefill %d tokens: %.1f tokens/s\n  decode: %.1f tokens/s "
-        "(%.3f ms per step)\n\n  k  verify(k+1)/decode\n",
-        model.c_str(), prompt_len, prompt_len / prefill, 1.0 / decode, decode * 1e3);
-    for (int k = 1; k <= kmax; ++k) std::printf("%3d  %.2f\n", k, cost(k + 1) / decode);
+        "CudaLlama on %s\n  prefill %d tokens: %.1f tokens/s\n"
+        "  decode: %.1f tokens/s (%.3f ms per step) with CUDA graphs; %.3f ms launching the "
+        "kernels one by one (%.2fx)\n\n  k  verify(k+1)/decode   one by one\n",
+        model.c_str(), prompt_len, prompt_len / prefill, 1.0 / decode, decode * 1e3,
+        decode_eager * 1e3, decode_eager / decode);
+    for (int k = 1; k <= kmax; ++k) {
+      std::printf("%3d  %-18.2f   %.2f\n", k, cost(*graphed, k + 1) / decode,
+                  cost(*eager, k + 1) / decode_eager);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "speclab_bench_cuda: %s\n", e.what());
     return 1;

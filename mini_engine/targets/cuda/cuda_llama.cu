@@ -6,6 +6,13 @@
 // against fp32. SmolLM2-135M in fp16 is about 270 MB, small for any CUDA GPU. The cost is
 // rounding each dequantized Q4_1/Q8_0 weight to fp16 (relative error <= 2^-11), far below the
 // quantization error already in the file.
+//
+// Why the rest looks as it does: a decode step of a 135M model is a few microseconds of work
+// per kernel, so the step's time is mostly launches. Q|K|V and Gate|Up are each one GEMM over
+// stacked weights, the residual add is fused into the next RMSNorm (8 launches per layer), the
+// activations live in buffers kept between calls, and blocks of up to kGraphMaxTokens tokens
+// (decode steps, verify passes) replay a CUDA graph captured once per block size: the kernels
+// read the block's position from device memory, so one graph serves every position.
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -69,8 +76,41 @@ class DeviceBuffer {
   size_t n_ = 0;
 };
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 256;       // element-wise and per-row kernels
+constexpr int kAttnThreads = 1024;  // attention: one block per (head, query)
+// Blocks of up to this many tokens (decode steps and verify passes, k <= 15) replay a captured
+// CUDA graph; longer ones (prefills) launch their kernels one by one.
+constexpr int kGraphMaxTokens = 16;
+constexpr size_t kCublasWorkspaceBytes = 32u << 20;  // what NVIDIA advises for Hopper
 int blocks_for(std::int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
+
+// ---- block reductions (blockDim.x a multiple of 32, at most 1024) ----
+
+__device__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ float warp_max(float v) {
+  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+// Every thread gets the block's sum (or max) of v. `red` holds 32 floats of shared memory.
+template <bool kMax>
+__device__ float block_reduce(float v, float* red) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
+  v = kMax ? warp_max(v) : warp_sum(v);
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    float w = lane < n_warps ? red[lane] : (kMax ? -INFINITY : 0.0f);
+    w = kMax ? warp_max(w) : warp_sum(w);
+    if (lane == 0) red[0] = w;
+  }
+  __syncthreads();
+  const float out = red[0];
+  __syncthreads();  // red may be reused right after
+  return out;
+}
 
 // ---- kernels: thin launchers around kernel_math.h ----
 
@@ -93,36 +133,38 @@ __global__ void embed_kernel(const __half* table, const Token* tokens, float* x,
   }
 }
 
-// One block per row: y = rmsnorm(x) * w, written as fp16 for the next GEMM.
-__global__ void rmsnorm_kernel(const float* x, const float* w, __half* y, int dim, float eps) {
-  __shared__ float red[kThreads];
-  const float* row = x + static_cast<std::int64_t>(blockIdx.x) * dim;
+// One block per row: x += delta (when delta is not null), then y = rmsnorm(x) * w, written as
+// fp16 for the next GEMM. Each thread owns the elements i = threadIdx.x (mod blockDim.x).
+__global__ void add_rmsnorm_kernel(float* x, const float* delta, const float* w, __half* y, int dim,
+                                   float eps) {
+  __shared__ float red[32];
+  const std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * dim;
   float s = 0.0f;
-  for (int i = threadIdx.x; i < dim; i += blockDim.x) s += row[i] * row[i];
-  red[threadIdx.x] = s;
-  __syncthreads();
-  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) red[threadIdx.x] += red[threadIdx.x + stride];
-    __syncthreads();
-  }
-  const float inv = kmath::rms_inverse(red[0], dim, eps);
   for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-    y[static_cast<std::int64_t>(blockIdx.x) * dim + i] =
-        __float2half(kmath::rmsnorm_element(row[i], w[i], inv));
+    const float v = delta ? x[base + i] + delta[base + i] : x[base + i];
+    if (delta) x[base + i] = v;
+    s += v * v;
+  }
+  const float inv = kmath::rms_inverse(block_reduce<false>(s, red), dim, eps);
+  for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+    y[base + i] = __float2half(kmath::rmsnorm_element(x[base + i], w[i], inv));
   }
 }
 
-// RoPE on the q heads and k heads of token blockIdx.x, in place; one thread per pair.
-__global__ void rope_kernel(float* q, float* k, int pos0, int n_heads, int n_kv, int head_dim,
-                            int rot_dim, float freq_base) {
+// Token blockIdx.x of the fused Q|K|V output: RoPE on its q and k heads in place, then its k
+// and v copied into the cache at position *pos0_ptr + blockIdx.x.
+__global__ void rope_store_kernel(float* qkv, float* kc, float* vc, int layer, const int* pos0_ptr,
+                                  int n_heads, int n_kv, int head_dim, int rot_dim, int max_len,
+                                  float freq_base) {
   const int t = blockIdx.x;
+  const int pos0 = *pos0_ptr;
+  const kmath::QkvLayout L = kmath::qkv_layout(n_heads, n_kv, head_dim);
+  float* row = qkv + static_cast<std::int64_t>(t) * L.row;
   const int pairs = rot_dim / 2;
-  const int total = (n_heads + n_kv) * pairs;
-  for (int idx = threadIdx.x; idx < total; idx += blockDim.x) {
+  for (int idx = threadIdx.x; idx < (n_heads + n_kv) * pairs; idx += blockDim.x) {
     const int head = idx / pairs, pair = idx % pairs;
-    float* v = head < n_heads
-                   ? q + (static_cast<std::int64_t>(t) * n_heads + head) * head_dim
-                   : k + (static_cast<std::int64_t>(t) * n_kv + head - n_heads) * head_dim;
+    float* v =
+        head < n_heads ? row + L.q + head * head_dim : row + L.k + (head - n_heads) * head_dim;
     const int l0 = kmath::rope_lane0(pair, rot_dim), l1 = kmath::rope_lane1(pair, rot_dim);
     float y0, y1;
     kmath::rope_rotate(v[l0], v[l1], kmath::rope_angle(pos0 + t, pair, rot_dim, freq_base), &y0,
@@ -130,90 +172,120 @@ __global__ void rope_kernel(float* q, float* k, int pos0, int n_heads, int n_kv,
     v[l0] = y0;
     v[l1] = y1;
   }
-}
-
-// Copies the block's keys and values into the cache at positions pos0..pos0+T-1.
-__global__ void store_kv_kernel(const float* k, const float* v, float* kc, float* vc, int layer,
-                                int pos0, int n_kv, int head_dim, int max_len) {
-  const int t = blockIdx.x;
+  __syncthreads();
   for (int idx = threadIdx.x; idx < n_kv * head_dim; idx += blockDim.x) {
     const int h = idx / head_dim, d = idx % head_dim;
     const std::size_t at = kmath::kv_index(layer, h, pos0 + t, d, n_kv, max_len, head_dim);
-    kc[at] = k[static_cast<std::int64_t>(t) * n_kv * head_dim + idx];
-    vc[at] = v[static_cast<std::int64_t>(t) * n_kv * head_dim + idx];
+    kc[at] = row[L.k + idx];
+    vc[at] = row[L.v + idx];
   }
 }
 
-// One block per (head, query): scores over every cached key, masked causally, softmax, and the
-// weighted sum of values, written as fp16 for the output projection.
-__global__ void attention_kernel(const float* q, const float* kc, const float* vc, __half* out,
-                                 int layer, int pos0, int n_keys, int n_heads, int n_kv,
+// Value groups of the attention kernel: its threads split the keys into this many strided
+// groups, head_dim threads per group, and sum the groups' partial outputs at the end.
+__host__ __device__ inline int attention_groups(int head_dim) {
+  return head_dim >= kAttnThreads ? 1 : kAttnThreads / head_dim;
+}
+// Dynamic shared memory of the attention kernel: the scores, the partial outputs, the query.
+inline size_t attention_smem_bytes(int n_keys, int head_dim) {
+  return (static_cast<size_t>(n_keys) + attention_groups(head_dim) * head_dim + head_dim) *
+         sizeof(float);
+}
+
+// One block of kAttnThreads per (head, query), T = gridDim.y queries appended at *pos0_ptr:
+// scores over every cached key (one warp per key, its lanes across head_dim), masked causally,
+// softmax, and the weighted sum of values (threads across head_dim x key groups), written as
+// fp16 for the output projection. Dynamic shared memory: attention_smem_bytes(max_len, ...).
+__global__ void attention_kernel(const float* qkv, const float* kc, const float* vc, __half* out,
+                                 int layer, const int* pos0_ptr, int n_heads, int n_kv,
                                  int head_dim, int max_len, float scale) {
-  extern __shared__ float scores[];  // n_keys floats
-  __shared__ float red[kThreads];
+  extern __shared__ float smem[];
+  __shared__ float red[32];
+  const int pos0 = *pos0_ptr;
+  const int n_keys = pos0 + static_cast<int>(gridDim.y);
+  const int groups = attention_groups(head_dim);
+  float* scores = smem;                     // n_keys
+  float* partial = scores + n_keys;         // groups x head_dim
+  float* qv = partial + groups * head_dim;  // head_dim
   const int h = blockIdx.x, t = blockIdx.y;
   const int qpos = pos0 + t;
   const int kvh = kmath::kv_head_of(h, n_heads, n_kv);
-  const float* qv = q + (static_cast<std::int64_t>(t) * n_heads + h) * head_dim;
-  for (int j = threadIdx.x; j < n_keys; j += blockDim.x) {
+  const kmath::QkvLayout L = kmath::qkv_layout(n_heads, n_kv, head_dim);
+  const float* q = qkv + static_cast<std::int64_t>(t) * L.row + L.q + h * head_dim;
+  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) qv[d] = q[d];
+  __syncthreads();
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
+  for (int j = warp; j < n_keys; j += n_warps) {
     float dot = 0.0f;
-    for (int d = 0; d < head_dim; ++d) {
+    for (int d = lane; d < head_dim; d += 32) {
       dot += qv[d] * kc[kmath::kv_index(layer, kvh, j, d, n_kv, max_len, head_dim)];
     }
-    scores[j] = kmath::attention_score(dot, scale, j, qpos);
+    dot = warp_sum(dot);
+    if (lane == 0) scores[j] = kmath::attention_score(dot, scale, j, qpos);
   }
   __syncthreads();
   float m = -INFINITY;
   for (int j = threadIdx.x; j < n_keys; j += blockDim.x) m = fmaxf(m, scores[j]);
-  red[threadIdx.x] = m;
-  __syncthreads();
-  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) red[threadIdx.x] = fmaxf(red[threadIdx.x], red[threadIdx.x + stride]);
-    __syncthreads();
-  }
-  const float row_max = red[0];
-  __syncthreads();
+  const float row_max = block_reduce<true>(m, red);
   float s = 0.0f;
   for (int j = threadIdx.x; j < n_keys; j += blockDim.x) {
     s += scores[j] == -INFINITY ? 0.0f : expf(scores[j] - row_max);
   }
-  red[threadIdx.x] = s;
-  __syncthreads();
-  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) red[threadIdx.x] += red[threadIdx.x + stride];
-    __syncthreads();
-  }
-  const float inv_sum = 1.0f / red[0];
-  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+  const float inv_sum = 1.0f / block_reduce<false>(s, red);
+
+  for (int idx = threadIdx.x; idx < groups * head_dim; idx += blockDim.x) {
+    const int g = idx / head_dim, d = idx % head_dim;
     float acc = 0.0f;
-    for (int j = 0; j < n_keys; ++j) {
+    for (int j = g; j < n_keys; j += groups) {
       acc += kmath::softmax_weight(scores[j], row_max, inv_sum) *
              vc[kmath::kv_index(layer, kvh, j, d, n_kv, max_len, head_dim)];
     }
+    partial[idx] = acc;
+  }
+  __syncthreads();
+  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float acc = 0.0f;
+    for (int g = 0; g < groups; ++g) acc += partial[g * head_dim + d];
     out[(static_cast<std::int64_t>(t) * n_heads + h) * head_dim + d] = __float2half(acc);
   }
 }
 
-__global__ void add_kernel(float* x, const float* y, std::int64_t n) {
+// The fused Gate|Up output to silu(gate) * up, as fp16 for the down projection.
+__global__ void swiglu_kernel(const float* gate_up, __half* out, std::int64_t n, int n_ff) {
   const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  if (i < n) x[i] += y[i];
-}
-
-__global__ void swiglu_kernel(const float* gate, const float* up, __half* out, std::int64_t n) {
-  const std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  if (i < n) out[i] = __float2half(kmath::swiglu(gate[i], up[i]));
+  if (i < n) {
+    out[i] = __float2half(
+        kmath::swiglu(gate_up[kmath::gate_index(i, n_ff)], gate_up[kmath::up_index(i, n_ff)]));
+  }
 }
 
 struct Layer {
-  DeviceBuffer<float> attn_norm, ffn_norm;                    // (dim)
-  DeviceBuffer<__half> wq, wk, wv, wo, w_gate, w_up, w_down;  // (out, in), row-major
+  DeviceBuffer<float> attn_norm, ffn_norm;  // (dim)
+  DeviceBuffer<__half> w_qkv;               // (q_dim + 2 kv_dim, dim): W_q, W_k, W_v stacked
+  DeviceBuffer<__half> wo;                  // (dim, q_dim)
+  DeviceBuffer<__half> w_gate_up;           // (2 n_ff, dim): W_gate, W_up stacked
+  DeviceBuffer<__half> w_down;              // (dim, n_ff)
+};
+
+// The activations of one extend, kept between calls and grown when a longer block comes.
+struct Scratch {
+  int capacity = 0;  // tokens
+  DeviceBuffer<Token> ids;
+  DeviceBuffer<int> pos0;            // (1): where the block starts, read by the kernels
+  DeviceBuffer<float> x, delta;      // (T, dim): the residual stream, a sublayer's output
+  DeviceBuffer<float> qkv, gate_up;  // (T, qkv row), (T, 2 n_ff)
+  DeviceBuffer<__half> h;            // (T, max(dim, n_ff)): the next GEMM's fp16 input
+  DeviceBuffer<float> logits;        // (T, vocab)
 };
 
 class CudaLlama final : public Target {
  public:
   CudaLlama(const std::string& path, const CudaLlamaOptions& options);
   ~CudaLlama() override {
+    drop_graphs();
     if (cublas_) cublasDestroy(cublas_);
+    if (stream_) cudaStreamDestroy(stream_);
   }
 
   std::string name() const override { return "cuda-llama(" + path_ + ")"; }
@@ -224,9 +296,21 @@ class CudaLlama final : public Target {
   void truncate(int new_len) override;
 
  private:
-  // Dequantizes a weight matrix to fp16 on the device; keeps its (rows, cols) row-major layout.
-  DeviceBuffer<__half> upload_matrix(const QuantMatrix& m);
+  // Dequantizes weight matrices to fp16 on the device, each keeping its (rows, cols) row-major
+  // layout, and stacks their rows in the order given. They must all have the same cols.
+  DeviceBuffer<__half> upload_matrices(std::initializer_list<const QuantMatrix*> parts);
+  void dequantize_into(const QuantMatrix& m, __half* out);
   DeviceBuffer<float> upload_vector(const float* host, int n);
+  // Makes the scratch buffers hold at least `tokens` tokens (dropping the captured graphs,
+  // which hold the old buffers' addresses).
+  void reserve(int tokens);
+  // Enqueues the forward pass of T tokens on stream_: reads S.ids and *S.pos0, writes the
+  // KV cache at pos0..pos0+T-1 and S.logits. Everything it launches depends on T alone, so the
+  // same sequence can be captured once into a CUDA graph and replayed at any position.
+  void enqueue_forward(int T);
+  // The captured forward pass for T tokens, capturing it on first use.
+  cudaGraphExec_t graph_for(int T);
+  void drop_graphs();
   // y (tokens x out, fp32) = x (tokens x in, fp16) * w (out x in, fp16)^T
   void gemm(const __half* x, const __half* w, float* y, int tokens, int in, int out);
 
@@ -239,6 +323,11 @@ class CudaLlama final : public Target {
   DeviceBuffer<__half> output_;  // (vocab, dim), empty when tied
   DeviceBuffer<float> out_norm_;
   DeviceBuffer<float> k_cache_, v_cache_;  // [layer][kv_head][pos][head_dim]
+  Scratch scratch_;
+  DeviceBuffer<std::uint8_t> cublas_workspace_;  // fixed, so cuBLAS allocates nothing in a graph
+  bool use_graphs_ = true;
+  std::vector<cudaGraphExec_t> graphs_;  // [T], null until captured; T <= kGraphMaxTokens
+  cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::vector<Token> tokens_;
 };
@@ -267,27 +356,29 @@ CudaLlama::CudaLlama(const std::string& path, const CudaLlamaOptions& options)
   freq_base_ = hp.rope_base;
   rot_dim_ = hp.head_dim;
   max_len_ = options.max_length > 0 ? std::min(options.max_length, hp.n_ctx_train) : hp.n_ctx_train;
-  if (static_cast<size_t>(max_len_) * sizeof(float) > 48 * 1024 - kThreads * sizeof(float)) {
+  if (attention_smem_bytes(max_len_, head_dim_) > 48 * 1024) {
     throw std::runtime_error("CudaLlama: max_length " + std::to_string(max_len_) +
                              " needs more shared memory for attention scores than 48 KiB; "
                              "pass a smaller max_length");
   }
 
+  use_graphs_ = options.graphs;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   CUBLAS_CHECK(cublasCreate(&cublas_));
-  embed_ = upload_matrix(w.token_embd);
-  if (!w.tied_output) output_ = upload_matrix(w.output);
+  CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+  cublas_workspace_ = DeviceBuffer<std::uint8_t>(kCublasWorkspaceBytes);
+  CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_.size()));
+  embed_ = upload_matrices({&w.token_embd});
+  if (!w.tied_output) output_ = upload_matrices({&w.output});
   out_norm_ = upload_vector(w.output_norm, dim_);
   for (const LlamaLayer& src : w.layers) {
     Layer L;
     L.attn_norm = upload_vector(src.attn_norm, dim_);
     L.ffn_norm = upload_vector(src.ffn_norm, dim_);
-    L.wq = upload_matrix(src.wq);
-    L.wk = upload_matrix(src.wk);
-    L.wv = upload_matrix(src.wv);
-    L.wo = upload_matrix(src.wo);
-    L.w_gate = upload_matrix(src.w_gate);
-    L.w_up = upload_matrix(src.w_up);
-    L.w_down = upload_matrix(src.w_down);
+    L.w_qkv = upload_matrices({&src.wq, &src.wk, &src.wv});  // rows as kmath::qkv_layout reads
+    L.wo = upload_matrices({&src.wo});
+    L.w_gate_up = upload_matrices({&src.w_gate, &src.w_up});  // as kmath::gate_index reads
+    L.w_down = upload_matrices({&src.w_down});
     layers_.push_back(std::move(L));
   }
   const size_t cache = static_cast<size_t>(n_layers_) * n_kv_ * max_len_ * head_dim_;
@@ -295,31 +386,47 @@ CudaLlama::CudaLlama(const std::string& path, const CudaLlamaOptions& options)
   v_cache_ = DeviceBuffer<float>(cache);
 }
 
-DeviceBuffer<__half> CudaLlama::upload_matrix(const QuantMatrix& m) {
+DeviceBuffer<__half> CudaLlama::upload_matrices(std::initializer_list<const QuantMatrix*> parts) {
+  std::int64_t total = 0;
+  for (const QuantMatrix* m : parts) {
+    if (m->cols != (*parts.begin())->cols) {
+      throw std::logic_error("CudaLlama: stacked matrices differ in width");
+    }
+    total += static_cast<std::int64_t>(m->rows) * m->cols;
+  }
+  DeviceBuffer<__half> out(static_cast<size_t>(total));
+  std::int64_t at = 0;
+  for (const QuantMatrix* m : parts) {
+    dequantize_into(*m, out.get() + at);
+    at += static_cast<std::int64_t>(m->rows) * m->cols;
+  }
+  return out;
+}
+
+void CudaLlama::dequantize_into(const QuantMatrix& m, __half* out_ptr) {
   const std::int64_t n = static_cast<std::int64_t>(m.rows) * m.cols;
   const std::uint64_t bytes = m.row_bytes * static_cast<std::uint64_t>(m.rows);
-  DeviceBuffer<__half> out(static_cast<size_t>(n));
   DeviceBuffer<std::uint8_t> raw(bytes);
   CUDA_CHECK(cudaMemcpy(raw.get(), m.data, bytes, cudaMemcpyHostToDevice));
   switch (m.type) {
     case GgmlType::Q4_0:
-      dequant_blocks_kernel<BlockQ4_0, dequant_q4_0><<<blocks_for(n), kThreads>>>(
-          reinterpret_cast<const BlockQ4_0*>(raw.get()), out.get(), n);
+      dequant_blocks_kernel<BlockQ4_0, dequant_q4_0>
+          <<<blocks_for(n), kThreads>>>(reinterpret_cast<const BlockQ4_0*>(raw.get()), out_ptr, n);
       break;
     case GgmlType::Q4_1:
-      dequant_blocks_kernel<BlockQ4_1, dequant_q4_1><<<blocks_for(n), kThreads>>>(
-          reinterpret_cast<const BlockQ4_1*>(raw.get()), out.get(), n);
+      dequant_blocks_kernel<BlockQ4_1, dequant_q4_1>
+          <<<blocks_for(n), kThreads>>>(reinterpret_cast<const BlockQ4_1*>(raw.get()), out_ptr, n);
       break;
     case GgmlType::Q8_0:
-      dequant_blocks_kernel<BlockQ8_0, dequant_q8_0><<<blocks_for(n), kThreads>>>(
-          reinterpret_cast<const BlockQ8_0*>(raw.get()), out.get(), n);
+      dequant_blocks_kernel<BlockQ8_0, dequant_q8_0>
+          <<<blocks_for(n), kThreads>>>(reinterpret_cast<const BlockQ8_0*>(raw.get()), out_ptr, n);
       break;
     case GgmlType::F32:
       f32_to_half_kernel<<<blocks_for(n), kThreads>>>(reinterpret_cast<const float*>(raw.get()),
-                                                      out.get(), n);
+                                                      out_ptr, n);
       break;
     case GgmlType::F16:
-      CUDA_CHECK(cudaMemcpy(out.get(), raw.get(), bytes, cudaMemcpyDeviceToDevice));
+      CUDA_CHECK(cudaMemcpy(out_ptr, raw.get(), bytes, cudaMemcpyDeviceToDevice));
       break;
     case GgmlType::BF16: {
       std::vector<float> host(static_cast<size_t>(n));
@@ -327,14 +434,13 @@ DeviceBuffer<__half> CudaLlama::upload_matrix(const QuantMatrix& m) {
       DeviceBuffer<float> tmp(host.size());
       CUDA_CHECK(
           cudaMemcpy(tmp.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
-      f32_to_half_kernel<<<blocks_for(n), kThreads>>>(tmp.get(), out.get(), n);
+      f32_to_half_kernel<<<blocks_for(n), kThreads>>>(tmp.get(), out_ptr, n);
       CUDA_CHECK(cudaDeviceSynchronize());
       break;
     }
   }
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
-  return out;
 }
 
 DeviceBuffer<float> CudaLlama::upload_vector(const float* host, int n) {
@@ -342,6 +448,83 @@ DeviceBuffer<float> CudaLlama::upload_vector(const float* host, int n) {
   CUDA_CHECK(
       cudaMemcpy(out.get(), host, static_cast<size_t>(n) * sizeof(float), cudaMemcpyHostToDevice));
   return out;
+}
+
+void CudaLlama::reserve(int tokens) {
+  if (tokens <= scratch_.capacity) return;
+  drop_graphs();
+  // Grow geometrically (a prefill after decode steps reallocates once), never past max_length.
+  const int cap = std::min(max_len_, std::max(tokens, 2 * scratch_.capacity));
+  const size_t c = static_cast<size_t>(cap);
+  Scratch s;
+  s.capacity = cap;
+  s.ids = DeviceBuffer<Token>(c);
+  s.pos0 = DeviceBuffer<int>(1);
+  s.x = DeviceBuffer<float>(c * dim_);
+  s.delta = DeviceBuffer<float>(c * dim_);
+  s.qkv = DeviceBuffer<float>(c * kmath::qkv_layout(n_heads_, n_kv_, head_dim_).row);
+  s.gate_up = DeviceBuffer<float>(c * 2 * ffn_);
+  s.h = DeviceBuffer<__half>(c * std::max(dim_, ffn_));
+  s.logits = DeviceBuffer<float>(c * vocab_);
+  scratch_ = std::move(s);
+}
+
+void CudaLlama::enqueue_forward(int T) {
+  Scratch& S = scratch_;
+  const kmath::QkvLayout qkv = kmath::qkv_layout(n_heads_, n_kv_, head_dim_);
+  const float scale = 1.0f / sqrtf(static_cast<float>(head_dim_));
+  const std::int64_t tf = static_cast<std::int64_t>(T) * ffn_;
+  embed_kernel<<<T, kThreads, 0, stream_>>>(embed_.get(), S.ids.get(), S.x.get(), dim_);
+  // h = norm(x); every later norm also adds the sublayer's output (delta) to x first.
+  add_rmsnorm_kernel<<<T, kThreads, 0, stream_>>>(S.x.get(), nullptr, layers_[0].attn_norm.get(),
+                                                  S.h.get(), dim_, eps_);
+  for (int l = 0; l < n_layers_; ++l) {
+    const Layer& L = layers_[l];
+    gemm(S.h.get(), L.w_qkv.get(), S.qkv.get(), T, dim_, qkv.row);
+    rope_store_kernel<<<T, kThreads, 0, stream_>>>(S.qkv.get(), k_cache_.get(), v_cache_.get(), l,
+                                                   S.pos0.get(), n_heads_, n_kv_, head_dim_,
+                                                   rot_dim_, max_len_, freq_base_);
+    attention_kernel<<<dim3(n_heads_, T), kAttnThreads, attention_smem_bytes(max_len_, head_dim_),
+                       stream_>>>(S.qkv.get(), k_cache_.get(), v_cache_.get(), S.h.get(), l,
+                                  S.pos0.get(), n_heads_, n_kv_, head_dim_, max_len_, scale);
+    gemm(S.h.get(), L.wo.get(), S.delta.get(), T, dim_, dim_);
+    add_rmsnorm_kernel<<<T, kThreads, 0, stream_>>>(S.x.get(), S.delta.get(), L.ffn_norm.get(),
+                                                    S.h.get(), dim_, eps_);
+    gemm(S.h.get(), L.w_gate_up.get(), S.gate_up.get(), T, dim_, 2 * ffn_);
+    swiglu_kernel<<<blocks_for(tf), kThreads, 0, stream_>>>(S.gate_up.get(), S.h.get(), tf, ffn_);
+    gemm(S.h.get(), L.w_down.get(), S.delta.get(), T, ffn_, dim_);
+    const float* next_norm = l + 1 < n_layers_ ? layers_[l + 1].attn_norm.get() : out_norm_.get();
+    add_rmsnorm_kernel<<<T, kThreads, 0, stream_>>>(S.x.get(), S.delta.get(), next_norm, S.h.get(),
+                                                    dim_, eps_);
+  }
+  gemm(S.h.get(), output_.size() ? output_.get() : embed_.get(), S.logits.get(), T, dim_, vocab_);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+cudaGraphExec_t CudaLlama::graph_for(int T) {
+  if (graphs_.empty()) graphs_.assign(kGraphMaxTokens + 1, nullptr);
+  if (graphs_[T]) return graphs_[T];
+  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  cudaGraph_t graph = nullptr;
+  try {
+    enqueue_forward(T);
+  } catch (...) {
+    cudaStreamEndCapture(stream_, &graph);  // leave the stream usable
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+  const cudaError_t err = cudaGraphInstantiate(&graphs_[T], graph, 0);
+  cudaGraphDestroy(graph);
+  CUDA_CHECK(err);
+  return graphs_[T];
+}
+
+void CudaLlama::drop_graphs() {
+  for (cudaGraphExec_t& g : graphs_) {
+    if (g) cudaGraphExecDestroy(g);
+    g = nullptr;
+  }
 }
 
 void CudaLlama::gemm(const __half* x, const __half* w, float* y, int tokens, int in, int out) {
@@ -370,49 +553,23 @@ Logits CudaLlama::extend(std::span<const Token> tokens) {
   }
   const int T = static_cast<int>(tokens.size());
   const int pos0 = static_cast<int>(tokens_.size());
-  const int kv_dim = n_kv_ * head_dim_;
-  DeviceBuffer<Token> ids(tokens.size());
-  CUDA_CHECK(
-      cudaMemcpy(ids.get(), tokens.data(), tokens.size() * sizeof(Token), cudaMemcpyHostToDevice));
-  DeviceBuffer<float> x(static_cast<size_t>(T) * dim_), tmp(static_cast<size_t>(T) * dim_);
-  DeviceBuffer<__half> h(static_cast<size_t>(T) * std::max(dim_, ffn_));
-  DeviceBuffer<float> q(static_cast<size_t>(T) * dim_), k(static_cast<size_t>(T) * kv_dim),
-      v(static_cast<size_t>(T) * kv_dim);
-  DeviceBuffer<float> gate(static_cast<size_t>(T) * ffn_), up(static_cast<size_t>(T) * ffn_);
-  embed_kernel<<<T, kThreads>>>(embed_.get(), ids.get(), x.get(), dim_);
-  const float scale = 1.0f / sqrtf(static_cast<float>(head_dim_));
-  const int n_keys = pos0 + T;
-  const std::int64_t td = static_cast<std::int64_t>(T) * dim_;
-  const std::int64_t tf = static_cast<std::int64_t>(T) * ffn_;
-  for (int l = 0; l < n_layers_; ++l) {
-    const Layer& L = layers_[l];
-    rmsnorm_kernel<<<T, kThreads>>>(x.get(), L.attn_norm.get(), h.get(), dim_, eps_);
-    gemm(h.get(), L.wq.get(), q.get(), T, dim_, dim_);
-    gemm(h.get(), L.wk.get(), k.get(), T, dim_, kv_dim);
-    gemm(h.get(), L.wv.get(), v.get(), T, dim_, kv_dim);
-    rope_kernel<<<T, kThreads>>>(q.get(), k.get(), pos0, n_heads_, n_kv_, head_dim_, rot_dim_,
-                                 freq_base_);
-    store_kv_kernel<<<T, kThreads>>>(k.get(), v.get(), k_cache_.get(), v_cache_.get(), l, pos0,
-                                     n_kv_, head_dim_, max_len_);
-    attention_kernel<<<dim3(n_heads_, T), kThreads, n_keys * sizeof(float)>>>(
-        q.get(), k_cache_.get(), v_cache_.get(), h.get(), l, pos0, n_keys, n_heads_, n_kv_,
-        head_dim_, max_len_, scale);
-    gemm(h.get(), L.wo.get(), tmp.get(), T, dim_, dim_);
-    add_kernel<<<blocks_for(td), kThreads>>>(x.get(), tmp.get(), td);
-    rmsnorm_kernel<<<T, kThreads>>>(x.get(), L.ffn_norm.get(), h.get(), dim_, eps_);
-    gemm(h.get(), L.w_gate.get(), gate.get(), T, dim_, ffn_);
-    gemm(h.get(), L.w_up.get(), up.get(), T, dim_, ffn_);
-    swiglu_kernel<<<blocks_for(tf), kThreads>>>(gate.get(), up.get(), h.get(), tf);
-    gemm(h.get(), L.w_down.get(), tmp.get(), T, ffn_, dim_);
-    add_kernel<<<blocks_for(td), kThreads>>>(x.get(), tmp.get(), td);
+  reserve(T);
+  Scratch& S = scratch_;
+  const cudaGraphExec_t graph = use_graphs_ && T <= kGraphMaxTokens ? graph_for(T) : nullptr;
+  // From pageable memory these copies are staged before they return, so the locals may go.
+  CUDA_CHECK(cudaMemcpyAsync(S.ids.get(), tokens.data(), tokens.size() * sizeof(Token),
+                             cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaMemcpyAsync(S.pos0.get(), &pos0, sizeof(int), cudaMemcpyHostToDevice, stream_));
+  if (graph) {
+    CUDA_CHECK(cudaGraphLaunch(graph, stream_));
+  } else {
+    enqueue_forward(T);
   }
-  rmsnorm_kernel<<<T, kThreads>>>(x.get(), out_norm_.get(), h.get(), dim_, eps_);
-  DeviceBuffer<float> logits(static_cast<size_t>(T) * vocab_);
-  gemm(h.get(), output_.size() ? output_.get() : embed_.get(), logits.get(), T, dim_, vocab_);
-  CUDA_CHECK(cudaGetLastError());
   Logits out(T, vocab_);
-  CUDA_CHECK(
-      cudaMemcpy(out.data(), logits.get(), logits.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpyAsync(out.data(), S.logits.get(),
+                             static_cast<size_t>(T) * vocab_ * sizeof(float),
+                             cudaMemcpyDeviceToHost, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   return out;
 }

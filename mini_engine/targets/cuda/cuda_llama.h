@@ -14,6 +14,7 @@ namespace speclab {
 struct CudaLlamaOptions {
   int max_length = 0;  // KV-cache capacity in tokens; 0 = the model's context length
   int device = 0;      // CUDA device ordinal
+  bool graphs = true;  // replay decode steps and verify passes (<= 16 tokens) as CUDA graphs
 };
 
 // True when this build contains the CUDA backend.

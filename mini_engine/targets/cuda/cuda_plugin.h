@@ -16,7 +16,7 @@
 
 namespace speclab {
 
-constexpr int kCudaBackendVersion = 1;
+constexpr int kCudaBackendVersion = 2;  // 2: CudaLlamaOptions::graphs
 
 struct CudaBackendTable {
   int version;  // kCudaBackendVersion of the build that made the plugin

@@ -5,6 +5,7 @@
 // CPU reference. So a wrong formula or a wrong index fails a test here, without a GPU.
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 #include "mini_engine/model/quant.h"  // SPECLAB_HD and the block dequantizers
 
@@ -46,6 +47,34 @@ SPECLAB_HD inline void rope_rotate(float x0, float x1, float angle, float* y0, f
 
 // ---- SwiGLU: silu(gate) * up ----
 SPECLAB_HD inline float swiglu(float gate, float up) { return gate / (1.0f + expf(-gate)) * up; }
+
+// ---- Fused projections ----
+// CudaLlama stacks the rows of W_q, W_k and W_v into one (q_dim + 2 kv_dim) x dim matrix, and
+// those of W_gate and W_up into one 2 n_ff x dim matrix, so each is one GEMM (Y = X W^T). Row t
+// of the product then holds the pieces side by side, at these offsets.
+
+// Where token t's q, k and v start in the fused Q|K|V output, and its row length.
+struct QkvLayout {
+  int q = 0, k = 0, v = 0;  // offsets within a row
+  int row = 0;              // floats per token
+};
+SPECLAB_HD inline QkvLayout qkv_layout(int n_heads, int n_kv_heads, int head_dim) {
+  QkvLayout l;
+  l.q = 0;
+  l.k = n_heads * head_dim;
+  l.v = l.k + n_kv_heads * head_dim;
+  l.row = l.v + n_kv_heads * head_dim;
+  return l;
+}
+
+// Element i = t * n_ff + j of the SwiGLU input reads its gate and up here, in the fused
+// Gate|Up output (2 n_ff floats per token).
+SPECLAB_HD inline std::int64_t gate_index(std::int64_t i, int n_ff) {
+  return (i / n_ff) * 2 * n_ff + i % n_ff;
+}
+SPECLAB_HD inline std::int64_t up_index(std::int64_t i, int n_ff) {
+  return gate_index(i, n_ff) + n_ff;
+}
 
 // ---- Attention over the KV cache ----
 
