@@ -163,6 +163,80 @@ TEST_SUITE("cuda-host / kernel arithmetic") {
     CHECK(all_close(got, want, 1e-4, 1e-5, "attention"));
   }
 
+  TEST_CASE("attention split into chunks of keys and merged equals one pass") {
+    // 26 keys in chunks of 8: the last chunk is short, and for the first query (position 20)
+    // the chunk of keys 24..25 is wholly masked.
+    const int n_heads = 9, n_kv = 3, head_dim = 64, max_len = 40, layers = 2, layer = 1;
+    const int past = 20, block = 6, total = past + block, chunk = 8;
+    const int n_chunks = (total + chunk - 1) / chunk;
+    const auto cache_k = random_vec(static_cast<size_t>(layers) * n_kv * max_len * head_dim, 16);
+    const auto cache_v = random_vec(cache_k.size(), 17);
+    const auto q = random_vec(static_cast<size_t>(block) * n_heads * head_dim, 18);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    std::vector<float> got(q.size());
+    std::vector<double> want(q.size());
+    for (int t = 0; t < block; ++t) {
+      const int qpos = past + t;
+      for (int h = 0; h < n_heads; ++h) {
+        const float* qv = &q[(t * n_heads + h) * head_dim];
+        const int kvh = kmath::kv_head_of(h, n_heads, n_kv);
+        auto score = [&](int j) {
+          float dot = 0;
+          for (int d = 0; d < head_dim; ++d) {
+            dot += qv[d] * cache_k[kmath::kv_index(layer, kvh, j, d, n_kv, max_len, head_dim)];
+          }
+          return kmath::attention_score(dot, scale, j, qpos);
+        };
+        // Each chunk on its own, as one block of the chunk kernel does it.
+        std::vector<float> m(n_chunks, -INFINITY), l(n_chunks, 0.0f);
+        std::vector<std::vector<float>> acc(n_chunks, std::vector<float>(head_dim, 0.0f));
+        for (int c = 0; c < n_chunks; ++c) {
+          const int first = c * chunk, count = std::min(chunk, total - first);
+          for (int j = first; j < first + count; ++j) m[c] = std::fmax(m[c], score(j));
+          for (int j = first; j < first + count; ++j) {
+            const float w = kmath::softmax_weight(score(j), m[c], 1.0f);
+            l[c] += w;
+            for (int d = 0; d < head_dim; ++d) {
+              acc[c][d] += w * cache_v[kmath::kv_index(layer, kvh, j, d, n_kv, max_len, head_dim)];
+            }
+          }
+        }
+        // The merge kernel.
+        float M = -INFINITY, L = 0.0f;
+        for (int c = 0; c < n_chunks; ++c) M = std::fmax(M, m[c]);
+        for (int c = 0; c < n_chunks; ++c) L += l[c] * kmath::chunk_rescale(m[c], M);
+        for (int d = 0; d < head_dim; ++d) {
+          float o = 0.0f;
+          for (int c = 0; c < n_chunks; ++c) o += acc[c][d] * kmath::chunk_rescale(m[c], M);
+          got[(t * n_heads + h) * head_dim + d] = o / L;
+        }
+        // The reference: plain softmax over keys 0..qpos.
+        const int g = h / (n_heads / n_kv);
+        std::vector<double> s(qpos + 1);
+        double smax = -1e300;
+        for (int j = 0; j <= qpos; ++j) {
+          double dot = 0;
+          for (int d = 0; d < head_dim; ++d) {
+            dot += qv[d] * static_cast<double>(
+                               cache_k[(((layer * n_kv) + g) * max_len + j) * head_dim + d]);
+          }
+          s[j] = dot / std::sqrt(static_cast<double>(head_dim));
+          smax = std::max(smax, s[j]);
+        }
+        double z = 0;
+        for (double& v : s) z += (v = std::exp(v - smax));
+        for (int d = 0; d < head_dim; ++d) {
+          double o = 0;
+          for (int j = 0; j <= qpos; ++j) {
+            o += s[j] / z * cache_v[(((layer * n_kv) + g) * max_len + j) * head_dim + d];
+          }
+          want[(t * n_heads + h) * head_dim + d] = o;
+        }
+      }
+    }
+    CHECK(all_close(got, want, 1e-4, 1e-5, "chunked attention"));
+  }
+
   TEST_CASE("the mask hides exactly the keys after the query, nothing else") {
     CHECK(kmath::key_visible(5, 5));
     CHECK(kmath::key_visible(0, 5));

@@ -133,29 +133,29 @@ inline SelfNoise llamacpp_self_noise() {
 // twice: from one pass over each whole sequence (top_ids, the reference) and from feeding it
 // one token at a time (step_ids).
 //
-// Why not exact: both engines quantize every activation vector to 8 bits (blocks of 32) before
-// each Q4_1 / Q8_0 product, and the rounding of one code depends on the last bits of the value
-// being rounded. Any difference in float summation order flips a few codes in the first
-// layers, and 30 layers spread that into a noise of about 0.1 per logit (logits are ~10..30
-// here). We copy llama.cpp's roundings where they are systematic (fp16 block scales, the fp16
-// KV cache and attention operands, RoPE angles, the norm's double sum) but not its kernels'
-// summation orders, and that alone saturates the noise: our own packed and simd kernels differ
-// from each other as much as either differs from llama.cpp (mean |diff| ~0.10, top-1 ~98%).
+// Why not exact: CpuLlama and llama.cpp both quantize every activation vector to 8 bits (blocks
+// of 32) before each Q4_1 / Q8_0 product, and the rounding of one code depends on the last bits
+// of the value being rounded. Any difference in float summation order flips a few codes in the
+// first layers, and 30 layers spread that into a noise of about 0.1 per logit (logits are
+// ~10..30 here). CpuLlama copies llama.cpp's roundings where they are systematic (fp16 block
+// scales, the fp16 KV cache and attention operands, RoPE angles, the norm's double sum) but not
+// its kernels' summation orders, and that alone saturates the noise: its own packed and simd
+// kernels differ from each other as much as either differs from llama.cpp (mean |diff| ~0.10,
+// top-1 ~98%). CudaLlama keeps activations in fp16 and fp32, and lands as close (mean 0.10).
 // llama.cpp is no more reproducible itself: its one-pass and one-token-at-a-time logits for
 // the same tokens differ by a mean 0.09 (max 1.06) and disagree on top-1 at 18 of 684
 // positions (97.4%). So top-1 over *every* position cannot reach 99% for any implementation
 // that is not bit-identical to one particular llama.cpp batch path; every disagreement we
 // have is at a near-tie (in one of llama.cpp's passes its top two are < 0.3 apart). The
-// checks, with llama.cpp's own noise
-// measured from the fixture rather than assumed:
+// checks, with llama.cpp's own noise measured from the fixture rather than assumed:
 //  - top-1 >= 99% at the positions where llama.cpp has one answer: both of its passes pick the
 //    same token with a top-two margin of at least its own mean noise (> 500 such positions);
-//  - top-1 >= 99% where its one-pass margin is >= kLlamacppMargin, and overall no more than 2 points
-//    below llama.cpp's agreement with itself;
+//  - top-1 >= 99% where its one-pass margin is >= kLlamacppMargin, and overall no more than
+//    2 points below llama.cpp's agreement with itself;
 //  - logits: after removing each position's common shift (softmax ignores it), the mean
 //    |diff| over all top-20 logits is within 1.5x llama.cpp's own, and no logit is off by
-//    more than kLlamacppLogitTol. A real bug (wrong RoPE pairing, GQA group, norm) moves logits by
-//    whole units and collapses top-1 agreement.
+//    more than kLlamacppLogitTol. A real bug (wrong RoPE pairing, GQA group, norm) moves
+//    logits by whole units and collapses top-1 agreement.
 constexpr float kLlamacppMargin = 0.5f;
 // Measured max 1.1..1.6 for CpuLlama depending on the kernel's summation order (mean 0.10..0.11;
 // llama.cpp against itself: max 1.06): near a tie a few flipped codes move one logit more than
@@ -164,8 +164,8 @@ constexpr double kLlamacppLogitTol = 2.0;
 
 // How a target's logits on the fixture's sequences compare with llama.cpp's.
 struct LlamacppAgreement {
-  int positions = 0, agree = 0;      // top-1 equal to llama.cpp's one-pass top-1
-  int clear = 0, clear_agree = 0;    // where llama.cpp's one-pass margin >= kLlamacppMargin
+  int positions = 0, agree = 0;        // top-1 equal to llama.cpp's one-pass top-1
+  int clear = 0, clear_agree = 0;      // where llama.cpp's one-pass margin >= kLlamacppMargin
   int decided = 0, decided_agree = 0;  // where both llama.cpp passes pick the same token with
                                        // margins >= its own mean noise
   LogitDiff diff;                      // over llama.cpp's top-20 logits, shift removed
@@ -201,8 +201,8 @@ inline LlamacppAgreement compare_with_llamacpp(Target& target) {
         std::snprintf(buf, sizeof buf,
                       "  %s pos %d: ours %d (%.3f), llama.cpp %d (%.3f, margin %.3f; one token "
                       "at a time: %d, margin %.3f)\n",
-                      s.name.c_str(), p, ours, l.row(p)[ours], s.top_ids[p][0],
-                      s.top_logits[p][0], margin, s.step_ids[p][0], step_margin);
+                      s.name.c_str(), p, ours, l.row(p)[ours], s.top_ids[p][0], s.top_logits[p][0],
+                      margin, s.step_ids[p][0], step_margin);
         a.top1_misses += buf;
       }
       double worst_here = 0;

@@ -10,9 +10,11 @@
 // Why the rest looks as it does: a decode step of a 135M model is a few microseconds of work
 // per kernel, so the step's time is mostly launches. Q|K|V and Gate|Up are each one GEMM over
 // stacked weights, the residual add is fused into the next RMSNorm (8 launches per layer), the
-// activations live in buffers kept between calls, and blocks of up to kGraphMaxTokens tokens
+// activations live in buffers kept between calls, and blocks of up to kShortBlock tokens
 // (decode steps, verify passes) replay a CUDA graph captured once per block size: the kernels
-// read the block's position from device memory, so one graph serves every position.
+// read the block's position from device memory, so one graph serves every position. Such a
+// block has only n_heads x T queries, so its attention is split over chunks of kKeyChunk keys,
+// each a block of its own, and merged (kmath::chunk_rescale); a prefill attends in one chunk.
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -77,10 +79,12 @@ class DeviceBuffer {
 };
 
 constexpr int kThreads = 256;       // element-wise and per-row kernels
-constexpr int kAttnThreads = 1024;  // attention: one block per (head, query)
-// Blocks of up to this many tokens (decode steps and verify passes, k <= 15) replay a captured
-// CUDA graph; longer ones (prefills) launch their kernels one by one.
-constexpr int kGraphMaxTokens = 16;
+constexpr int kAttnThreads = 1024;  // attention: one block per (head, query, chunk of keys)
+// Blocks of up to this many tokens (decode steps and verify passes, k <= 15) are "short": they
+// replay a captured CUDA graph and split attention into chunks of kKeyChunk keys. Longer ones
+// (prefills) have blocks enough, launch their kernels one by one and attend in one chunk.
+constexpr int kShortBlock = 16;
+constexpr int kKeyChunk = 256;
 constexpr size_t kCublasWorkspaceBytes = 32u << 20;  // what NVIDIA advises for Hopper
 int blocks_for(std::int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
 
@@ -181,34 +185,42 @@ __global__ void rope_store_kernel(float* qkv, float* kc, float* vc, int layer, c
   }
 }
 
-// Value groups of the attention kernel: its threads split the keys into this many strided
-// groups, head_dim threads per group, and sum the groups' partial outputs at the end.
+// Value groups of the attention kernel: its threads split the chunk's keys into this many
+// strided groups, head_dim threads per group, and sum the groups' partial outputs at the end.
 __host__ __device__ inline int attention_groups(int head_dim) {
   return head_dim >= kAttnThreads ? 1 : kAttnThreads / head_dim;
 }
-// Dynamic shared memory of the attention kernel: the scores, the partial outputs, the query.
-inline size_t attention_smem_bytes(int n_keys, int head_dim) {
-  return (static_cast<size_t>(n_keys) + attention_groups(head_dim) * head_dim + head_dim) *
+// Dynamic shared memory of the attention kernel for chunks of `chunk` keys: the scores, the
+// groups' partial outputs, the query.
+inline size_t attention_smem_bytes(int chunk, int head_dim) {
+  return (static_cast<size_t>(chunk) + attention_groups(head_dim) * head_dim + head_dim) *
          sizeof(float);
 }
 
-// One block of kAttnThreads per (head, query), T = gridDim.y queries appended at *pos0_ptr:
-// scores over every cached key (one warp per key, its lanes across head_dim), masked causally,
-// softmax, and the weighted sum of values (threads across head_dim x key groups), written as
-// fp16 for the output projection. Dynamic shared memory: attention_smem_bytes(max_len, ...).
-__global__ void attention_kernel(const float* qkv, const float* kc, const float* vc, __half* out,
-                                 int layer, const int* pos0_ptr, int n_heads, int n_kv,
-                                 int head_dim, int max_len, float scale) {
+// One block of kAttnThreads per (head, query, chunk): T = gridDim.y queries appended at
+// *pos0_ptr, chunk blockIdx.z covering keys [z * chunk, (z + 1) * chunk) of the pos0 + T keys.
+// Scores (one warp per key, its lanes across head_dim), masked causally, then the chunk's
+// (m, l, acc) of kmath::chunk_rescale's comment, written at index (t * n_heads + h) *
+// gridDim.z + z of part_ml (m, l pairs) and part_acc (head_dim each). A chunk past the last key
+// returns at once (the merge reads only active_chunks()). Dynamic shared memory:
+// attention_smem_bytes(chunk, ...).
+__global__ void attention_chunk_kernel(const float* qkv, const float* kc, const float* vc,
+                                       float* part_ml, float* part_acc, int layer,
+                                       const int* pos0_ptr, int chunk, int n_heads, int n_kv,
+                                       int head_dim, int max_len, float scale) {
   extern __shared__ float smem[];
   __shared__ float red[32];
-  const int pos0 = *pos0_ptr;
-  const int n_keys = pos0 + static_cast<int>(gridDim.y);
   const int groups = attention_groups(head_dim);
-  float* scores = smem;                     // n_keys
-  float* partial = scores + n_keys;         // groups x head_dim
+  float* scores = smem;                     // chunk
+  float* partial = scores + chunk;          // groups x head_dim
   float* qv = partial + groups * head_dim;  // head_dim
-  const int h = blockIdx.x, t = blockIdx.y;
+  const int h = blockIdx.x, t = blockIdx.y, c = blockIdx.z;
+  const int pos0 = *pos0_ptr;
   const int qpos = pos0 + t;
+  const int first = c * chunk;
+  const int count = min(chunk, pos0 + static_cast<int>(gridDim.y) - first);  // <= 0: inactive
+  const std::int64_t part = (static_cast<std::int64_t>(t) * n_heads + h) * gridDim.z + c;
+  if (count <= 0) return;  // the same for the whole block, so no thread waits at a barrier
   const int kvh = kmath::kv_head_of(h, n_heads, n_kv);
   const kmath::QkvLayout L = kmath::qkv_layout(n_heads, n_kv, head_dim);
   const float* q = qkv + static_cast<std::int64_t>(t) * L.row + L.q + h * head_dim;
@@ -216,30 +228,30 @@ __global__ void attention_kernel(const float* qkv, const float* kc, const float*
   __syncthreads();
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, n_warps = blockDim.x / 32;
-  for (int j = warp; j < n_keys; j += n_warps) {
+  for (int j = warp; j < count; j += n_warps) {
     float dot = 0.0f;
     for (int d = lane; d < head_dim; d += 32) {
-      dot += qv[d] * kc[kmath::kv_index(layer, kvh, j, d, n_kv, max_len, head_dim)];
+      dot += qv[d] * kc[kmath::kv_index(layer, kvh, first + j, d, n_kv, max_len, head_dim)];
     }
     dot = warp_sum(dot);
-    if (lane == 0) scores[j] = kmath::attention_score(dot, scale, j, qpos);
+    if (lane == 0) scores[j] = kmath::attention_score(dot, scale, first + j, qpos);
   }
   __syncthreads();
   float m = -INFINITY;
-  for (int j = threadIdx.x; j < n_keys; j += blockDim.x) m = fmaxf(m, scores[j]);
-  const float row_max = block_reduce<true>(m, red);
+  for (int j = threadIdx.x; j < count; j += blockDim.x) m = fmaxf(m, scores[j]);
+  const float chunk_max = block_reduce<true>(m, red);
   float s = 0.0f;
-  for (int j = threadIdx.x; j < n_keys; j += blockDim.x) {
-    s += scores[j] == -INFINITY ? 0.0f : expf(scores[j] - row_max);
+  for (int j = threadIdx.x; j < count; j += blockDim.x) {
+    s += kmath::softmax_weight(scores[j], chunk_max, 1.0f);
   }
-  const float inv_sum = 1.0f / block_reduce<false>(s, red);
+  const float chunk_sum = block_reduce<false>(s, red);
 
   for (int idx = threadIdx.x; idx < groups * head_dim; idx += blockDim.x) {
     const int g = idx / head_dim, d = idx % head_dim;
     float acc = 0.0f;
-    for (int j = g; j < n_keys; j += groups) {
-      acc += kmath::softmax_weight(scores[j], row_max, inv_sum) *
-             vc[kmath::kv_index(layer, kvh, j, d, n_kv, max_len, head_dim)];
+    for (int j = g; j < count; j += groups) {
+      acc += kmath::softmax_weight(scores[j], chunk_max, 1.0f) *
+             vc[kmath::kv_index(layer, kvh, first + j, d, n_kv, max_len, head_dim)];
     }
     partial[idx] = acc;
   }
@@ -247,7 +259,38 @@ __global__ void attention_kernel(const float* qkv, const float* kc, const float*
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
     float acc = 0.0f;
     for (int g = 0; g < groups; ++g) acc += partial[g * head_dim + d];
-    out[(static_cast<std::int64_t>(t) * n_heads + h) * head_dim + d] = __float2half(acc);
+    part_acc[part * head_dim + d] = acc;
+  }
+  if (threadIdx.x == 0) {
+    part_ml[2 * part] = chunk_max;
+    part_ml[2 * part + 1] = chunk_sum;
+  }
+}
+
+// The chunks of `chunk` keys that hold at least one of the n_keys keys.
+__device__ inline int active_chunks(int n_keys, int chunk) { return (n_keys + chunk - 1) / chunk; }
+
+// One block per (head, query), T = gridDim.y queries appended at *pos0_ptr: merges the active
+// chunks' (m, l, acc) into the attention output (kmath::chunk_rescale), written as fp16 for the
+// output projection. n_chunks is the launch's chunk count (the stride of the partials).
+__global__ void attention_merge_kernel(const float* part_ml, const float* part_acc, __half* out,
+                                       const int* pos0_ptr, int chunk, int n_chunks, int n_heads,
+                                       int head_dim) {
+  const int h = blockIdx.x, t = blockIdx.y;
+  const std::int64_t base = (static_cast<std::int64_t>(t) * n_heads + h) * n_chunks;
+  n_chunks = min(n_chunks, active_chunks(*pos0_ptr + static_cast<int>(gridDim.y), chunk));
+  float M = -INFINITY;
+  for (int c = 0; c < n_chunks; ++c) M = fmaxf(M, part_ml[2 * (base + c)]);
+  float L = 0.0f;
+  for (int c = 0; c < n_chunks; ++c) {
+    L += part_ml[2 * (base + c) + 1] * kmath::chunk_rescale(part_ml[2 * (base + c)], M);
+  }
+  for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+    float acc = 0.0f;
+    for (int c = 0; c < n_chunks; ++c) {
+      acc += part_acc[(base + c) * head_dim + d] * kmath::chunk_rescale(part_ml[2 * (base + c)], M);
+    }
+    out[(static_cast<std::int64_t>(t) * n_heads + h) * head_dim + d] = __float2half(acc / L);
   }
 }
 
@@ -272,11 +315,12 @@ struct Layer {
 struct Scratch {
   int capacity = 0;  // tokens
   DeviceBuffer<Token> ids;
-  DeviceBuffer<int> pos0;            // (1): where the block starts, read by the kernels
-  DeviceBuffer<float> x, delta;      // (T, dim): the residual stream, a sublayer's output
-  DeviceBuffer<float> qkv, gate_up;  // (T, qkv row), (T, 2 n_ff)
-  DeviceBuffer<__half> h;            // (T, max(dim, n_ff)): the next GEMM's fp16 input
-  DeviceBuffer<float> logits;        // (T, vocab)
+  DeviceBuffer<int> pos0;                 // (1): where the block starts, read by the kernels
+  DeviceBuffer<float> x, delta;           // (T, dim): the residual stream, a sublayer's output
+  DeviceBuffer<float> qkv, gate_up;       // (T, qkv row), (T, 2 n_ff)
+  DeviceBuffer<__half> h;                 // (T, max(dim, n_ff)): the next GEMM's fp16 input
+  DeviceBuffer<float> logits;             // (T, vocab)
+  DeviceBuffer<float> part_ml, part_acc;  // attention chunks: (T, heads, chunks) x (2, head_dim)
 };
 
 class CudaLlama final : public Target {
@@ -317,6 +361,7 @@ class CudaLlama final : public Target {
   std::string path_;
   int dim_ = 0, n_layers_ = 0, n_heads_ = 0, n_kv_ = 0, head_dim_ = 0, ffn_ = 0, vocab_ = 0;
   int rot_dim_ = 0, max_len_ = 0;
+  int short_chunks_ = 0;  // key chunks of a short block: ceil(max_len / kKeyChunk)
   float eps_ = 1e-5f, freq_base_ = 10000.0f;
   std::vector<Layer> layers_;
   DeviceBuffer<__half> embed_;   // (vocab, dim); also the output projection when tied
@@ -326,7 +371,7 @@ class CudaLlama final : public Target {
   Scratch scratch_;
   DeviceBuffer<std::uint8_t> cublas_workspace_;  // fixed, so cuBLAS allocates nothing in a graph
   bool use_graphs_ = true;
-  std::vector<cudaGraphExec_t> graphs_;  // [T], null until captured; T <= kGraphMaxTokens
+  std::vector<cudaGraphExec_t> graphs_;  // [T], null until captured; T <= kShortBlock
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::vector<Token> tokens_;
@@ -356,7 +401,8 @@ CudaLlama::CudaLlama(const std::string& path, const CudaLlamaOptions& options)
   freq_base_ = hp.rope_base;
   rot_dim_ = hp.head_dim;
   max_len_ = options.max_length > 0 ? std::min(options.max_length, hp.n_ctx_train) : hp.n_ctx_train;
-  if (attention_smem_bytes(max_len_, head_dim_) > 48 * 1024) {
+  short_chunks_ = (max_len_ + kKeyChunk - 1) / kKeyChunk;
+  if (attention_smem_bytes(max_len_, head_dim_) > 48 * 1024) {  // a long block's one chunk
     throw std::runtime_error("CudaLlama: max_length " + std::to_string(max_len_) +
                              " needs more shared memory for attention scores than 48 KiB; "
                              "pass a smaller max_length");
@@ -466,6 +512,11 @@ void CudaLlama::reserve(int tokens) {
   s.gate_up = DeviceBuffer<float>(c * 2 * ffn_);
   s.h = DeviceBuffer<__half>(c * std::max(dim_, ffn_));
   s.logits = DeviceBuffer<float>(c * vocab_);
+  // Short blocks have short_chunks_ chunks per (token, head), long ones a single chunk.
+  const size_t parts =
+      std::max(static_cast<size_t>(std::min(cap, kShortBlock)) * short_chunks_, c) * n_heads_;
+  s.part_ml = DeviceBuffer<float>(parts * 2);
+  s.part_acc = DeviceBuffer<float>(parts * head_dim_);
   scratch_ = std::move(s);
 }
 
@@ -474,6 +525,9 @@ void CudaLlama::enqueue_forward(int T) {
   const kmath::QkvLayout qkv = kmath::qkv_layout(n_heads_, n_kv_, head_dim_);
   const float scale = 1.0f / sqrtf(static_cast<float>(head_dim_));
   const std::int64_t tf = static_cast<std::int64_t>(T) * ffn_;
+  // Chunks of keys per (head, query); fixed for a given T, so a captured graph stays valid.
+  const int chunk = T <= kShortBlock ? kKeyChunk : max_len_;
+  const int n_chunks = T <= kShortBlock ? short_chunks_ : 1;
   embed_kernel<<<T, kThreads, 0, stream_>>>(embed_.get(), S.ids.get(), S.x.get(), dim_);
   // h = norm(x); every later norm also adds the sublayer's output (delta) to x first.
   add_rmsnorm_kernel<<<T, kThreads, 0, stream_>>>(S.x.get(), nullptr, layers_[0].attn_norm.get(),
@@ -484,9 +538,13 @@ void CudaLlama::enqueue_forward(int T) {
     rope_store_kernel<<<T, kThreads, 0, stream_>>>(S.qkv.get(), k_cache_.get(), v_cache_.get(), l,
                                                    S.pos0.get(), n_heads_, n_kv_, head_dim_,
                                                    rot_dim_, max_len_, freq_base_);
-    attention_kernel<<<dim3(n_heads_, T), kAttnThreads, attention_smem_bytes(max_len_, head_dim_),
-                       stream_>>>(S.qkv.get(), k_cache_.get(), v_cache_.get(), S.h.get(), l,
-                                  S.pos0.get(), n_heads_, n_kv_, head_dim_, max_len_, scale);
+    attention_chunk_kernel<<<dim3(n_heads_, T, n_chunks), kAttnThreads,
+                             attention_smem_bytes(chunk, head_dim_), stream_>>>(
+        S.qkv.get(), k_cache_.get(), v_cache_.get(), S.part_ml.get(), S.part_acc.get(), l,
+        S.pos0.get(), chunk, n_heads_, n_kv_, head_dim_, max_len_, scale);
+    attention_merge_kernel<<<dim3(n_heads_, T), 64, 0, stream_>>>(S.part_ml.get(), S.part_acc.get(),
+                                                                  S.h.get(), S.pos0.get(), chunk,
+                                                                  n_chunks, n_heads_, head_dim_);
     gemm(S.h.get(), L.wo.get(), S.delta.get(), T, dim_, dim_);
     add_rmsnorm_kernel<<<T, kThreads, 0, stream_>>>(S.x.get(), S.delta.get(), L.ffn_norm.get(),
                                                     S.h.get(), dim_, eps_);
@@ -502,7 +560,7 @@ void CudaLlama::enqueue_forward(int T) {
 }
 
 cudaGraphExec_t CudaLlama::graph_for(int T) {
-  if (graphs_.empty()) graphs_.assign(kGraphMaxTokens + 1, nullptr);
+  if (graphs_.empty()) graphs_.assign(kShortBlock + 1, nullptr);
   if (graphs_[T]) return graphs_[T];
   CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
   cudaGraph_t graph = nullptr;
@@ -555,7 +613,7 @@ Logits CudaLlama::extend(std::span<const Token> tokens) {
   const int pos0 = static_cast<int>(tokens_.size());
   reserve(T);
   Scratch& S = scratch_;
-  const cudaGraphExec_t graph = use_graphs_ && T <= kGraphMaxTokens ? graph_for(T) : nullptr;
+  const cudaGraphExec_t graph = use_graphs_ && T <= kShortBlock ? graph_for(T) : nullptr;
   // From pageable memory these copies are staged before they return, so the locals may go.
   CUDA_CHECK(cudaMemcpyAsync(S.ids.get(), tokens.data(), tokens.size() * sizeof(Token),
                              cudaMemcpyHostToDevice, stream_));

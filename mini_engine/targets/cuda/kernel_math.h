@@ -48,6 +48,17 @@ SPECLAB_HD inline void rope_rotate(float x0, float x1, float angle, float* y0, f
 // ---- SwiGLU: silu(gate) * up ----
 SPECLAB_HD inline float swiglu(float gate, float up) { return gate / (1.0f + expf(-gate)) * up; }
 
+// ---- Attention split over chunks of keys (flash-decoding) ----
+// A decode step has only n_heads x T queries, too few blocks to fill a GPU, so the keys are
+// split into chunks and each chunk is reduced on its own to (m, l, acc): its max score m,
+// l = sum of exp(s - m) and acc = sum of exp(s - m) * v over its keys (softmax_weight with
+// inv_sum = 1). The chunks then merge exactly: with M the largest m,
+//   out = sum_c acc_c * w_c / sum_c l_c * w_c,   w_c = chunk_rescale(m_c, M).
+// A chunk whose keys are all masked has m = -infinity, and weight 0.
+SPECLAB_HD inline float chunk_rescale(float chunk_max, float global_max) {
+  return chunk_max == -INFINITY ? 0.0f : expf(chunk_max - global_max);
+}
+
 // ---- Fused projections ----
 // CudaLlama stacks the rows of W_q, W_k and W_v into one (q_dim + 2 kv_dim) x dim matrix, and
 // those of W_gate and W_up into one 2 n_ff x dim matrix, so each is one GEMM (Y = X W^T). Row t
