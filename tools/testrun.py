@@ -13,9 +13,11 @@ crashes, loops forever or allocates without bound fails alone, with a message th
   testrun.py skip-report --build-dir B
 
 ctest runs `mutant-report --clear` and `skip-report --clear` before every run, and
-`mutant-report` and `skip-report` after it (CTestCustom.cmake), so `ctest -L mutants` ends with the list of test cases that killed each
-mutant, and any run with skipped tests ends with the reason each was skipped (ctest itself shows
-it only with -V).
+`mutant-report` and `skip-report` after it (CTestCustom.cmake), so `ctest -L mutants` ends with
+the list of test cases that killed each mutant, and any run with skipped tests ends with the
+reason each was skipped (ctest itself shows it only with -V). With SPECLAB_CTEST_HOOKS=0 in the
+environment both do nothing: a test that runs ctest itself (even `ctest --show-only` runs the
+hooks) sets it, or it would clear the reports of the run it is part of.
 
 LAB_IMPL (read when the tests run) picks the implementation a lab's cases test:
   solution (the default) or starter.
@@ -201,7 +203,14 @@ def take_reports(d, clear):
     return paths
 
 
+def hooks_off():
+    """True when SPECLAB_CTEST_HOOKS=0: the report commands then leave the reports alone."""
+    return os.environ.get("SPECLAB_CTEST_HOOKS") == "0"
+
+
 def cmd_mutant_report(a):
+    if hooks_off():
+        return 0
     paths = take_reports(report_dir(a.build_dir), a.clear)
     if paths:
         print("\nMutants and the test cases that caught them:")
@@ -245,6 +254,8 @@ def record_skip(build_dir, case, output):
 
 
 def cmd_skip_report(a):
+    if hooks_off():
+        return 0
     paths = take_reports(skip_dir(a.build_dir), a.clear)
     by_reason = {}
     for p in paths:
