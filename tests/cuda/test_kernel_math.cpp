@@ -38,6 +38,69 @@ bool all_close(const std::vector<float>& got, const std::vector<double>& want, d
   return bad == 0;
 }
 
+// A verify block of 6 queries after 20 cached tokens, with SmolLM2's head shapes (9 query heads,
+// 3 KV heads of 64), over random keys, values and queries in layer 1 of a 2-layer cache.
+struct AttentionCase {
+  static constexpr int n_heads = 9, n_kv = 3, head_dim = 64, max_len = 40, layers = 2, layer = 1;
+  static constexpr int past = 20, block = 6, total = past + block;
+  std::vector<float> cache_k, cache_v, q;  // q: (block, n_heads, head_dim)
+
+  explicit AttentionCase(std::uint64_t seed)
+      : cache_k(random_vec(static_cast<size_t>(layers) * n_kv * max_len * head_dim, seed)),
+        cache_v(random_vec(cache_k.size(), seed + 1)),
+        q(random_vec(static_cast<size_t>(block) * n_heads * head_dim, seed + 2)) {}
+
+  // What the kernels compute, through kernel_math.h: the masked score of key j for query t of
+  // head h, and element d of value j as head h reads it.
+  float score(int t, int h, int j) const {
+    const float* qv = &q[(t * n_heads + h) * head_dim];
+    const int kvh = kmath::kv_head_of(h, n_heads, n_kv);
+    float dot = 0;
+    for (int d = 0; d < head_dim; ++d) {
+      dot += qv[d] * cache_k[kmath::kv_index(layer, kvh, j, d, n_kv, max_len, head_dim)];
+    }
+    return kmath::attention_score(dot, 1.0f / std::sqrt(static_cast<float>(head_dim)), j, past + t);
+  }
+  float value(int h, int j, int d) const {
+    return cache_v[kmath::kv_index(layer, kmath::kv_head_of(h, n_heads, n_kv), j, d, n_kv, max_len,
+                                   head_dim)];
+  }
+
+  // The reference, in double precision: explicit GQA group, explicit layout, keys 0..past+t.
+  std::vector<double> reference() const {
+    std::vector<double> out(q.size());
+    for (int t = 0; t < block; ++t) {
+      const int qpos = past + t;
+      for (int h = 0; h < n_heads; ++h) {
+        const float* qv = &q[(t * n_heads + h) * head_dim];
+        const int g = h / (n_heads / n_kv);
+        auto K = [&](int j, int d) {
+          return static_cast<double>(cache_k[(((layer * n_kv) + g) * max_len + j) * head_dim + d]);
+        };
+        auto V = [&](int j, int d) {
+          return static_cast<double>(cache_v[(((layer * n_kv) + g) * max_len + j) * head_dim + d]);
+        };
+        std::vector<double> s(qpos + 1);
+        double smax = -1e300;
+        for (int j = 0; j <= qpos; ++j) {
+          double dot = 0;
+          for (int d = 0; d < head_dim; ++d) dot += qv[d] * K(j, d);
+          s[j] = dot / std::sqrt(static_cast<double>(head_dim));
+          smax = std::max(smax, s[j]);
+        }
+        double z = 0;
+        for (double& v : s) z += (v = std::exp(v - smax));
+        for (int d = 0; d < head_dim; ++d) {
+          double acc = 0;
+          for (int j = 0; j <= qpos; ++j) acc += s[j] / z * V(j, d);
+          out[(t * n_heads + h) * head_dim + d] = acc;
+        }
+      }
+    }
+    return out;
+  }
+};
+
 }  // namespace
 
 TEST_SUITE("cuda-host / kernel arithmetic") {
@@ -99,142 +162,64 @@ TEST_SUITE("cuda-host / kernel arithmetic") {
   }
 
   TEST_CASE("attention with GQA, the KV-cache layout and the causal mask inside the block") {
-    const int n_heads = 9, n_kv = 3, head_dim = 64, max_len = 40, layers = 2, layer = 1;
-    const int past = 20, block = 6;  // a verify block of 6 queries after 20 cached tokens
-    const int total = past + block;
-    const auto cache_k = random_vec(static_cast<size_t>(layers) * n_kv * max_len * head_dim, 6);
-    const auto cache_v = random_vec(cache_k.size(), 7);
-    const auto q = random_vec(static_cast<size_t>(block) * n_heads * head_dim, 8);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-    std::vector<float> got(q.size());
-    std::vector<double> want(q.size());
-    for (int t = 0; t < block; ++t) {
-      const int qpos = past + t;
-      for (int h = 0; h < n_heads; ++h) {
-        const float* qv = &q[(t * n_heads + h) * head_dim];
+    const AttentionCase c(6);
+    std::vector<float> got(c.q.size());
+    for (int t = 0; t < c.block; ++t) {
+      for (int h = 0; h < c.n_heads; ++h) {
         // The kernel: scores, block max, sum, weighted sum of V.
-        const int kvh = kmath::kv_head_of(h, n_heads, n_kv);
-        std::vector<float> score(total);
+        std::vector<float> score(c.total);
         float mx = -INFINITY;
-        for (int j = 0; j < total; ++j) {
-          float dot = 0;
-          for (int d = 0; d < head_dim; ++d) {
-            dot += qv[d] * cache_k[kmath::kv_index(layer, kvh, j, d, n_kv, max_len, head_dim)];
-          }
-          score[j] = kmath::attention_score(dot, scale, j, qpos);
+        for (int j = 0; j < c.total; ++j) {
+          score[j] = c.score(t, h, j);
           mx = std::fmax(mx, score[j]);
         }
         float sum = 0;
-        for (int j = 0; j < total; ++j)
+        for (int j = 0; j < c.total; ++j)
           sum += score[j] == -INFINITY ? 0.0f : std::exp(score[j] - mx);
-        for (int d = 0; d < head_dim; ++d) {
+        for (int d = 0; d < c.head_dim; ++d) {
           float acc = 0;
-          for (int j = 0; j < total; ++j) {
-            acc += kmath::softmax_weight(score[j], mx, 1.0f / sum) *
-                   cache_v[kmath::kv_index(layer, kvh, j, d, n_kv, max_len, head_dim)];
+          for (int j = 0; j < c.total; ++j) {
+            acc += kmath::softmax_weight(score[j], mx, 1.0f / sum) * c.value(h, j, d);
           }
-          got[(t * n_heads + h) * head_dim + d] = acc;
-        }
-        // The reference: explicit GQA group, explicit layout, keys 0..qpos only.
-        const int g = h / (n_heads / n_kv);
-        auto K = [&](int j, int d) {
-          return static_cast<double>(cache_k[(((layer * n_kv) + g) * max_len + j) * head_dim + d]);
-        };
-        auto V = [&](int j, int d) {
-          return static_cast<double>(cache_v[(((layer * n_kv) + g) * max_len + j) * head_dim + d]);
-        };
-        std::vector<double> s(qpos + 1);
-        double smax = -1e300;
-        for (int j = 0; j <= qpos; ++j) {
-          double dot = 0;
-          for (int d = 0; d < head_dim; ++d) dot += qv[d] * K(j, d);
-          s[j] = dot / std::sqrt(static_cast<double>(head_dim));
-          smax = std::max(smax, s[j]);
-        }
-        double z = 0;
-        for (double& v : s) z += (v = std::exp(v - smax));
-        for (int d = 0; d < head_dim; ++d) {
-          double acc = 0;
-          for (int j = 0; j <= qpos; ++j) acc += s[j] / z * V(j, d);
-          want[(t * n_heads + h) * head_dim + d] = acc;
+          got[(t * c.n_heads + h) * c.head_dim + d] = acc;
         }
       }
     }
-    CHECK(all_close(got, want, 1e-4, 1e-5, "attention"));
+    CHECK(all_close(got, c.reference(), 1e-4, 1e-5, "attention"));
   }
 
   TEST_CASE("attention split into chunks of keys and merged equals one pass") {
     // 26 keys in chunks of 8: the last chunk is short, and for the first query (position 20)
     // the chunk of keys 24..25 is wholly masked.
-    const int n_heads = 9, n_kv = 3, head_dim = 64, max_len = 40, layers = 2, layer = 1;
-    const int past = 20, block = 6, total = past + block, chunk = 8;
-    const int n_chunks = (total + chunk - 1) / chunk;
-    const auto cache_k = random_vec(static_cast<size_t>(layers) * n_kv * max_len * head_dim, 16);
-    const auto cache_v = random_vec(cache_k.size(), 17);
-    const auto q = random_vec(static_cast<size_t>(block) * n_heads * head_dim, 18);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-    std::vector<float> got(q.size());
-    std::vector<double> want(q.size());
-    for (int t = 0; t < block; ++t) {
-      const int qpos = past + t;
-      for (int h = 0; h < n_heads; ++h) {
-        const float* qv = &q[(t * n_heads + h) * head_dim];
-        const int kvh = kmath::kv_head_of(h, n_heads, n_kv);
-        auto score = [&](int j) {
-          float dot = 0;
-          for (int d = 0; d < head_dim; ++d) {
-            dot += qv[d] * cache_k[kmath::kv_index(layer, kvh, j, d, n_kv, max_len, head_dim)];
-          }
-          return kmath::attention_score(dot, scale, j, qpos);
-        };
+    const AttentionCase c(16);
+    const int chunk = 8, n_chunks = (c.total + chunk - 1) / chunk;
+    std::vector<float> got(c.q.size());
+    for (int t = 0; t < c.block; ++t) {
+      for (int h = 0; h < c.n_heads; ++h) {
         // Each chunk on its own, as one block of the chunk kernel does it.
         std::vector<float> m(n_chunks, -INFINITY), l(n_chunks, 0.0f);
-        std::vector<std::vector<float>> acc(n_chunks, std::vector<float>(head_dim, 0.0f));
-        for (int c = 0; c < n_chunks; ++c) {
-          const int first = c * chunk, count = std::min(chunk, total - first);
-          for (int j = first; j < first + count; ++j) m[c] = std::fmax(m[c], score(j));
+        std::vector<std::vector<float>> acc(n_chunks, std::vector<float>(c.head_dim, 0.0f));
+        for (int k = 0; k < n_chunks; ++k) {
+          const int first = k * chunk, count = std::min(chunk, c.total - first);
+          for (int j = first; j < first + count; ++j) m[k] = std::fmax(m[k], c.score(t, h, j));
           for (int j = first; j < first + count; ++j) {
-            const float w = kmath::softmax_weight(score(j), m[c], 1.0f);
-            l[c] += w;
-            for (int d = 0; d < head_dim; ++d) {
-              acc[c][d] += w * cache_v[kmath::kv_index(layer, kvh, j, d, n_kv, max_len, head_dim)];
-            }
+            const float w = kmath::softmax_weight(c.score(t, h, j), m[k], 1.0f);
+            l[k] += w;
+            for (int d = 0; d < c.head_dim; ++d) acc[k][d] += w * c.value(h, j, d);
           }
         }
         // The merge kernel.
         float M = -INFINITY, L = 0.0f;
-        for (int c = 0; c < n_chunks; ++c) M = std::fmax(M, m[c]);
-        for (int c = 0; c < n_chunks; ++c) L += l[c] * kmath::chunk_rescale(m[c], M);
-        for (int d = 0; d < head_dim; ++d) {
+        for (int k = 0; k < n_chunks; ++k) M = std::fmax(M, m[k]);
+        for (int k = 0; k < n_chunks; ++k) L += l[k] * kmath::chunk_rescale(m[k], M);
+        for (int d = 0; d < c.head_dim; ++d) {
           float o = 0.0f;
-          for (int c = 0; c < n_chunks; ++c) o += acc[c][d] * kmath::chunk_rescale(m[c], M);
-          got[(t * n_heads + h) * head_dim + d] = o / L;
-        }
-        // The reference: plain softmax over keys 0..qpos.
-        const int g = h / (n_heads / n_kv);
-        std::vector<double> s(qpos + 1);
-        double smax = -1e300;
-        for (int j = 0; j <= qpos; ++j) {
-          double dot = 0;
-          for (int d = 0; d < head_dim; ++d) {
-            dot += qv[d] * static_cast<double>(
-                               cache_k[(((layer * n_kv) + g) * max_len + j) * head_dim + d]);
-          }
-          s[j] = dot / std::sqrt(static_cast<double>(head_dim));
-          smax = std::max(smax, s[j]);
-        }
-        double z = 0;
-        for (double& v : s) z += (v = std::exp(v - smax));
-        for (int d = 0; d < head_dim; ++d) {
-          double o = 0;
-          for (int j = 0; j <= qpos; ++j) {
-            o += s[j] / z * cache_v[(((layer * n_kv) + g) * max_len + j) * head_dim + d];
-          }
-          want[(t * n_heads + h) * head_dim + d] = o;
+          for (int k = 0; k < n_chunks; ++k) o += acc[k][d] * kmath::chunk_rescale(m[k], M);
+          got[(t * c.n_heads + h) * c.head_dim + d] = o / L;
         }
       }
     }
-    CHECK(all_close(got, want, 1e-4, 1e-5, "chunked attention"));
+    CHECK(all_close(got, c.reference(), 1e-4, 1e-5, "chunked attention"));
   }
 
   TEST_CASE("the mask hides exactly the keys after the query, nothing else") {
