@@ -5,6 +5,7 @@ non-zero exit), generate / chat / bench on the toy target, colour only on a term
 Standard library only. Run one class: test_cli.py BadInput (ctest runs each class as a test).
 SPECLAB_BIN names build/bin/speclab (the launcher).
 """
+import io
 import json
 import os
 import pty
@@ -422,7 +423,7 @@ class Bench(unittest.TestCase):
                                    text=True, timeout=120)
                 self.assertEqual(p.returncode, 0, p.stderr)
                 import csv
-                return (p.stdout, json.loads(js.read_text()), list(csv.DictReader(csv_path.open())))
+                return (p.stdout, json.loads(js.read_text()), list(csv.DictReader(io.StringIO(csv_path.read_text()))))
         if len(os.sched_getaffinity(0)) >= 2:
             out, data, rows = run([])
             meta = data["meta"]
@@ -598,7 +599,7 @@ class RealModel(unittest.TestCase):
             self.assertIn(f"wrote {csv_path} and {json_path}", err)
             self.assertIn("2 requests", out)
             import csv
-            rows = list(csv.DictReader(csv_path.open()))
+            rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
             self.assertEqual([r["batch"] for r in rows], ["1", "2"])
             self.assertEqual({r["mismatches"] for r in rows}, {"0"})
             self.assertEqual(rows[0]["emitted"], rows[1]["emitted"], "the same requests at each size")
