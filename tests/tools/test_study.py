@@ -21,6 +21,9 @@ FAKE = """#!/usr/bin/env python3
 import os, sys
 args = sys.argv[1:]
 csv = args[args.index("--csv") + 1]
+if os.environ.get("ARGS_LOG"):
+    with open(os.environ["ARGS_LOG"], "a") as log:
+        log.write(" ".join(args) + "\\n")
 if os.path.basename(csv) == os.environ.get("FAIL_RUN"):
     sys.exit("bench: failed on purpose")
 trips = os.environ.get("TRIPS", "80.5,84.25").split(",")
@@ -91,6 +94,23 @@ class RunBenches(unittest.TestCase):
         meta = json.loads((self.data / "meta.json").read_text())
         self.assertNotIn("core_round_trip_ns", meta)
         self.assertEqual(meta["lab_impl"], "starter")
+
+
+    def test_the_device_reaches_every_bench_and_the_meta(self):
+        log = Path(self.tmp.name) / "args.log"
+        os.environ["ARGS_LOG"] = str(log)
+        study.run_benches(self.fake, self.runs, self.data, 2, None, device="cuda")
+        calls = log.read_text().splitlines()
+        self.assertEqual(len(calls), 2)
+        for call in calls:
+            self.assertIn("--device cuda", call)
+        meta = json.loads((self.data / "meta.json").read_text())
+        self.assertEqual(meta["device"], "cuda")
+        self.assertIn("; host ", meta["machine"])  # the GPU, then the CPU that drives it
+        log.unlink()
+        study.run_benches(self.fake, self.runs, self.data, 2, None)
+        self.assertTrue(all("--device cpu" in c for c in log.read_text().splitlines()))
+        self.assertEqual(json.loads((self.data / "meta.json").read_text())["device"], "cpu")
 
 
 class RoundTripText(unittest.TestCase):

@@ -54,6 +54,20 @@ def cpu_description():
             f"{isa}), {os.cpu_count()} cores")
 
 
+def gpu_description():
+    """The GPU as nvidia-smi names it, with its driver, and the host's CPU, e.g. 'NVIDIA H100
+    80GB HBM3 (driver 580.159.04); host Intel(R) Xeon(R) Processor (...), 16 cores'."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version",
+                              "--format=csv,noheader"], capture_output=True, text=True,
+                             check=True).stdout.splitlines()[0]
+        name, driver = (x.strip() for x in out.split(","))
+        gpu = f"{name} (driver {driver})"
+    except (OSError, subprocess.CalledProcessError, IndexError, ValueError):
+        gpu = "an NVIDIA GPU"
+    return f"{gpu}; host {cpu_description()}"
+
+
 def round_trips(csv_paths):
     """The lowest and highest cross-core round trips (ns) around every case of the benches, from
     their CSVs' core_round_trip_ns_min / _max columns (empty where not measured)."""
@@ -78,10 +92,11 @@ def round_trip_text(meta):
         f", cross-core round trip {lo} to {hi} ns"
 
 
-def run_benches(speclab, runs, data, threads, lab_impl):
-    """Runs `speclab bench --model smollm2 --threads THREADS ARGS` for each NAME: ARGS of `runs`
-    and saves its CSV as data/NAME.csv, with data/meta.json. The files are replaced only when
-    every bench has succeeded; otherwise this exits and the saved data stays as it was."""
+def run_benches(speclab, runs, data, threads, lab_impl, device="cpu"):
+    """Runs `speclab bench --model smollm2 --device DEVICE --threads THREADS ARGS` for each
+    NAME: ARGS of `runs` and saves its CSV as data/NAME.csv, with data/meta.json. The files are
+    replaced only when every bench has succeeded; otherwise this exits and the saved data stays
+    as it was."""
     if not Path(speclab).is_file():
         sys.exit(f"{speclab} is missing: build first (cmake --build build)")
     data.mkdir(parents=True, exist_ok=True)
@@ -93,7 +108,8 @@ def run_benches(speclab, runs, data, threads, lab_impl):
     start = datetime.datetime.now(datetime.timezone.utc)
     with tempfile.TemporaryDirectory(dir=data.parent, prefix=f".{data.name}-") as tmp:
         for name, args in runs.items():
-            cmd = [str(speclab), "bench", "--model", "smollm2", "--threads", str(threads),
+            cmd = [str(speclab), "bench", "--model", "smollm2", "--device", device,
+                   "--threads", str(threads),
                    "--no-progress", "--csv", str(Path(tmp) / f"{name}.csv"), "--json", "",
                    *args]
             print("+", " ".join(cmd), flush=True)
@@ -102,7 +118,8 @@ def run_benches(speclab, runs, data, threads, lab_impl):
         minutes = (datetime.datetime.now(datetime.timezone.utc) - start).total_seconds() / 60
         meta = {
             "date": start.strftime("%Y-%m-%d"),
-            "machine": cpu_description(),
+            "machine": gpu_description() if device == "cuda" else cpu_description(),
+            "device": device,
             "lab_impl": lab_impl or "solution",
             "threads": threads,
             "load_before": f"{load:.1f}",
@@ -116,8 +133,11 @@ def run_benches(speclab, runs, data, threads, lab_impl):
         (data / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
 
-def main(doc, *, chapter, data, prefix, renderers, runs, threads, threads_help):
-    """The study's command line: `run` (bench, save, render), `render` and `check`."""
+def main(doc, *, chapter, data, prefix, renderers, runs, threads, threads_help, devices=None):
+    """The study's command line: `run` (bench, save, render), `render` and `check`. `devices`
+    maps another --device of `run` (e.g. "cuda") to its own (data folder, runs); the default
+    device, cpu, uses `data` and `runs`."""
+    devices = {"cpu": (data, runs), **(devices or {})}
     tool = f"tools/{Path(sys.argv[0]).name}"
 
     def rendered():
@@ -133,7 +153,8 @@ def main(doc, *, chapter, data, prefix, renderers, runs, threads, threads_help):
                                f"`{tool} render` (or `run` to measure again)")
 
     def run(a):
-        run_benches(a.bin, runs, data, a.threads, a.lab_impl)
+        device_data, device_runs = devices[a.device]
+        run_benches(a.bin, device_runs, device_data, a.threads, a.lab_impl, a.device)
         return render(a)
 
     p = argparse.ArgumentParser(prog=tool, description=doc,
@@ -143,6 +164,8 @@ def main(doc, *, chapter, data, prefix, renderers, runs, threads, threads_help):
     r.add_argument("--bin", default=str(ROOT / "build" / "bin" / "speclab"))
     r.add_argument("--threads", type=int, default=threads, help=threads_help)
     r.add_argument("--lab-impl", default="", help="solution (default) or starter")
+    r.add_argument("--device", default="cpu", choices=sorted(devices),
+                   help="where the model runs (default cpu); each device has its own data")
     r.set_defaults(fn=run)
     sub.add_parser("render", help="rewrite the tables from the saved CSVs").set_defaults(fn=render)
     sub.add_parser("check", help="exit 1 if the tables differ from the saved CSVs").set_defaults(
