@@ -130,6 +130,21 @@ LlamaWeights load_llama_weights(const GgufFile& file) {
     ld.fail("general.architecture is '" + arch + "'; SpecLab's Llama targets run only 'llama'");
   }
 
+  // Q4_0, Q4_1 and Q8_0 changed their block layouts twice in 2023, before GGUF existed; every
+  // GGUF file holds version 2, and reading another version's blocks as these gives garbage.
+  if (file.find("general.quantization_version")) {
+    std::int64_t version = 0;
+    try {
+      version = file.get_int("general.quantization_version");
+    } catch (const GgufError& e) {
+      ld.fail(e.what());
+    }
+    if (version != 2) {
+      ld.fail("general.quantization_version is " + std::to_string(version) +
+              "; SpecLab reads ggml's quantization format 2, the one GGUF files hold");
+    }
+  }
+
   LlamaWeights w;
   LlamaHParams& hp = w.hp;
   hp.n_ctx_train = ld.hparam("llama.context_length");

@@ -130,6 +130,19 @@ TEST_SUITE("engine_forward / loading a Llama GGUF") {
     CHECK(load_error(s).find("general.architecture is 'gpt2'") != std::string::npos);
   }
 
+  TEST_CASE("a quantization format other than ggml's version 2 is refused by name") {
+    // Q4_0, Q4_1 and Q8_0 changed their block layouts twice in 2023, before GGUF; every GGUF
+    // file holds version 2. Reading another version's blocks as version 2 gives garbage.
+    TinyLlamaSpec s;
+    s.quantization_version = 1;
+    const std::string err = load_error(s);
+    INFO(err);
+    CHECK(err.find("general.quantization_version is 1") != std::string::npos);
+    TinyLlamaSpec absent;  // files of float weights may leave the key out
+    absent.omit.insert("general.quantization_version");
+    CHECK(load_error(absent) == "(no ModelError thrown)");
+  }
+
   TEST_CASE("a missing hyperparameter key is named") {
     for (const char* key : {"llama.attention.head_count_kv", "llama.block_count",
                             "llama.rope.freq_base", "llama.attention.layer_norm_rms_epsilon"}) {

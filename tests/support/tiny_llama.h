@@ -22,7 +22,8 @@ struct TinyLlamaSpec {
   float rope_base = 10000.0f, rms_eps = 1e-5f;
   std::uint32_t matrix_type = 3;  // ggml id: 2 Q4_0, 3 Q4_1, 8 Q8_0
   std::uint32_t embd_type = 8;
-  bool tied = true;  // no output.weight
+  std::uint32_t quantization_version = 2;  // general.quantization_version, as llama.cpp writes
+  bool tied = true;                        // no output.weight
   std::uint64_t seed = 1;
   std::set<std::string> omit;  // metadata keys or tensor names to leave out
   std::map<std::string, std::vector<std::uint64_t>> shape_override;  // tensor -> ggml shape
@@ -83,6 +84,7 @@ inline std::vector<std::uint8_t> build_tiny_llama(const TinyLlamaSpec& s) {
   };
   if (!s.omit.count("general.architecture")) w.kv_string("general.architecture", s.arch);
   w.kv_string("general.name", "tiny-test-llama");
+  key_u32("general.quantization_version", s.quantization_version);
   key_u32("llama.context_length", static_cast<std::uint32_t>(s.n_ctx));
   key_u32("llama.embedding_length", static_cast<std::uint32_t>(s.n_embd));
   key_u32("llama.block_count", static_cast<std::uint32_t>(s.n_layer));
