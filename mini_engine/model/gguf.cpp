@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -314,8 +315,25 @@ void GgufFile::parse_all(std::span<const std::uint8_t> bytes) {
     }
     p.t.file_offset = start;
     p.t.data = c.at(start);
-    tensors_.push_back(std::move(p.t));
   }
+  // No two tensors may share bytes: a writer never aliases them, so an overlap means a corrupt
+  // offset, and two weights would silently read each other's data.
+  std::vector<const Pending*> by_offset;
+  for (const Pending& p : pending) by_offset.push_back(&p);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const Pending* a, const Pending* b) { return a->rel_offset < b->rel_offset; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const Pending& a = *by_offset[i - 1];
+    const Pending& b = *by_offset[i];
+    if (a.rel_offset + a.t.n_bytes > b.rel_offset && b.t.n_bytes > 0) {
+      c.fail("the data of tensors '" + a.t.name + "' (bytes " + std::to_string(a.rel_offset) +
+                 ".." + std::to_string(a.rel_offset + a.t.n_bytes) + " of the data section) and '" +
+                 b.t.name + "' (bytes " + std::to_string(b.rel_offset) + ".." +
+                 std::to_string(b.rel_offset + b.t.n_bytes) + ") overlap",
+             b.info_at);
+    }
+  }
+  for (Pending& p : pending) tensors_.push_back(std::move(p.t));
 }
 
 const GgufValue* GgufFile::find(const std::string& key) const {

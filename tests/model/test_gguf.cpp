@@ -104,6 +104,20 @@ TEST_SUITE("model / GGUF reader") {
                          GgufError);
   }
 
+  TEST_CASE("tensors whose data overlap are rejected, naming both") {
+    GgufWriter w;
+    w.tensor("a.weight", 0, {16}, std::vector<std::uint8_t>(64, 0));
+    w.tensor("b.weight", 0, {16}, std::vector<std::uint8_t>(64, 0));
+    w.data_offset["b.weight"] = 32;  // inside a.weight's 64 bytes
+    CHECK_THROWS_WITH_AS(
+        GgufFile::parse(w.build()),
+        doctest::Contains("the data of tensors 'a.weight' (bytes 0..64 of the data section) and "
+                          "'b.weight' (bytes 32..96) overlap"),
+        GgufError);
+    w.data_offset["b.weight"] = 64;  // right after it: fine
+    CHECK_NOTHROW(GgufFile::parse(w.build()));
+  }
+
   TEST_CASE("an absurd count or string length is rejected before anything is allocated") {
     auto bytes = sample_file();
     const std::uint64_t huge = 1ULL << 60;

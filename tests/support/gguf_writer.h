@@ -1,7 +1,9 @@
 #pragma once
 // Builds small GGUF v3 files in memory, for reader tests and fuzzing.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,10 @@ class GgufWriter {
     tensors_.push_back({name, type, std::move(shape), std::move(data)});
   }
 
+  // Tensor name -> the data offset to write for it instead of its own place (a malformed file
+  // when it overlaps another tensor's data).
+  std::map<std::string, std::uint64_t> data_offset;
+
   std::vector<std::uint8_t> build(std::uint32_t alignment = 32) const {
     std::vector<std::uint8_t> out;
     auto w = [&](const void* p, size_t n) { append(out, p, n); };
@@ -59,15 +65,18 @@ class GgufWriter {
       w(&nd, 4);
       for (auto d : t.shape) w(&d, 8);
       w(&t.type, 4);
-      w(&offset, 8);
-      offsets.push_back(offset);
+      const auto forced = data_offset.find(t.name);
+      const std::uint64_t at = forced == data_offset.end() ? offset : forced->second;
+      w(&at, 8);
+      offsets.push_back(at);
       offset += (t.data.size() + alignment - 1) / alignment * alignment;
     }
     out.resize((out.size() + alignment - 1) / alignment * alignment, 0);
     const size_t start = out.size();
-    for (size_t i = 0; i < tensors_.size(); ++i) {
-      out.resize(start + offsets[i], 0);
-      w(tensors_[i].data.data(), tensors_[i].data.size());
+    for (size_t i = 0; i < tensors_.size(); ++i) {  // each at its offset, over what is there
+      const auto& data = tensors_[i].data;
+      out.resize(std::max(out.size(), start + offsets[i] + data.size()), 0);
+      if (!data.empty()) std::memcpy(out.data() + start + offsets[i], data.data(), data.size());
     }
     return out;
   }
