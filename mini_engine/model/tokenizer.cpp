@@ -191,7 +191,13 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
     }
     for (std::size_t i = 0; i < n; ++i) {
       const std::int64_t k = types->integers[i];
-      t.kinds_[i] = (k >= 0 && k <= 6) ? static_cast<TokenKind>(k) : TokenKind::Undefined;
+      if (k < 0 || k > 6) {
+        keys.fail("tokenizer.ggml.token_type",
+                  "entry " + std::to_string(i) + " is " + std::to_string(k) +
+                      ", not a token type (0 undefined, 1 normal, 2 unknown, 3 control, "
+                      "4 user-defined, 5 unused, 6 byte)");
+      }
+      t.kinds_[i] = static_cast<TokenKind>(k);
     }
   }
 

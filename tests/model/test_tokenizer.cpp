@@ -145,6 +145,18 @@ TEST_SUITE("tokenizer / loading the vocabulary") {
                   load_error(v));
   }
 
+  TEST_CASE("a token type outside GGUF's 0..6 is named rather than read as undefined") {
+    ToyVocab v;
+    v.types[2] = 9;
+    CHECK_MESSAGE(load_error(v).find("entry 2 is 9, not a token type (0 undefined, 1 normal, 2 "
+                                     "unknown, 3 control, 4 user-defined, 5 unused, 6 byte)") !=
+                      std::string::npos,
+                  load_error(v));
+    v.types[2] = -1;
+    CHECK_MESSAGE(load_error(v).find("entry 2 is -1, not a token type") != std::string::npos,
+                  load_error(v));
+  }
+
   TEST_CASE("token kinds ids and stop tokens come from the metadata") {
     const Tokenizer t = ToyVocab{}.load();
     CHECK(t.vocab_size() == 12);
