@@ -23,7 +23,9 @@ double seconds(const std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Measures CudaLlama's decode speed and verify-pass cost (medians)."};
+  CLI::App app{
+      "Measures CudaLlama's decode speed and verify-pass cost (medians), with CUDA graphs and "
+      "with the kernels launched one by one, side by side."};
   std::string model;
   int prompt_len = 128, repeats = 20, kmax = 8;
   app.add_option("--model", model, "GGUF file")->required();
