@@ -47,6 +47,30 @@ TEST_SUITE("cli / core probe") {
     CHECK(describe(rt).rfind("n/a", 0) == 0);
   }
 
+  TEST_CASE("probes that are skipped measure nothing, and every range gives the reason") {
+    RoundTripProbes probes("not probed: --device cuda runs the model on the GPU");
+    const RoundTripRange around = probes.next();
+    CHECK(around.measured == 0);
+    CHECK(around.describe() == "n/a (not probed: --device cuda runs the model on the GPU)");
+    probes.next();
+    CHECK(probes.all().measured == 0);
+    CHECK(probes.all().describe() == "n/a (not probed: --device cuda runs the model on the GPU)");
+  }
+
+  TEST_CASE("probes that are not skipped measure, where there are two CPUs") {
+    cpu_set_t mine;
+    REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
+    if (CPU_COUNT(&mine) < 2) {
+      MESSAGE("this process may run on one CPU only: nothing to measure here");
+      return;
+    }
+    RoundTripProbes probes;
+    const RoundTripRange around = probes.next();
+    CHECK(around.measured == 2);
+    CHECK(probes.all().measured == 2);
+    CHECK(around.min_ns > 5.0);
+  }
+
   TEST_CASE("a range of round trips keeps the lowest and highest measured, and says why if none") {
     RoundTripRange r;
     CHECK(r.describe() == "n/a (not measured)");

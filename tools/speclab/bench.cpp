@@ -247,8 +247,10 @@ int run_bench(const BenchOptions& o) {
   int mismatches = 0;
   const bool cpu_clock = o.clock == "cpu";
   // Where the host has the CPUs: probed before each conversation and after the last, and each
-  // case of a conversation gets the probes on either side of its runs.
-  RoundTripProbes probes;
+  // case of a conversation gets the probes on either side of its runs. Not on a GPU: there the
+  // placement of the CPUs says little about the run.
+  RoundTripProbes probes(
+      o.target.device == "cuda" ? "not probed: --device cuda runs the model on the GPU" : "");
   for (int rep = 0; rep < o.repeats; ++rep) {
     size_t result_base = 0;
     for (const Workload& w : workloads) {
@@ -350,7 +352,7 @@ void add_bench(CLI::App& app) {
       "acceptance length, per-position acceptance, drafter cost, the median wall speedup and the "
       "run cost (a speculative round in plain decode steps: decode-only speedup = AL / run cost), "
       "with the cross-core round trip probed between conversations (where the host put the CPUs: "
-      "one die or two)");
+      "one die or two; not probed with --device cuda)");
   add_target_flags(*cmd, o->target);
   add_drafter_flags(*cmd, o->drafter, &o->drafters, &o->ns);
   cmd->add_option("--k", o->ks, "Drafts per round, comma-separated values to sweep")

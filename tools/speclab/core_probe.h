@@ -49,13 +49,17 @@ struct RoundTripRange {
 
 // Probes taken between runs: one when constructed, then one per next(), which returns the range
 // of that probe and the one before it, the placement around the runs in between.
+// With a non-empty `skip` nothing is probed, and every range says "n/a (<skip>)": bench passes
+// one for --device cuda, where the CPUs' placement says little about the run.
 class RoundTripProbes {
  public:
-  RoundTripProbes();
+  explicit RoundTripProbes(std::string skip = {});
   RoundTripRange next();
   const RoundTripRange& all() const { return all_; }  // every probe so far
 
  private:
+  CoreRoundTrip probe() const;  // one measurement, or the skip reason
+  std::string skip_;
   CoreRoundTrip last_;
   RoundTripRange all_;
 };
