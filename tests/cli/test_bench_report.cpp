@@ -3,12 +3,17 @@
 // ratio and not the figure.
 #include <doctest/doctest.h>
 
+#include <string>
 #include <vector>
 
 #include "bench_report.h"
 
+using speclab::CoreRoundTrip;
+using speclab::probe_scope_text;
+using speclab::RoundTripRange;
 using speclab::cli::CaseResult;
 using speclab::cli::median_ratio;
+using speclab::cli::round_trip_line;
 
 TEST_CASE("median_ratio: the median of the per-repeat ratios, not a ratio of sums") {
   // Repeat 3's speculative run hit a slow spell: sums would give 30 / 60 = 0.5.
@@ -44,4 +49,19 @@ TEST_CASE("a case's run cost: a speculative round's time over a plain step's, pe
   c.spec_decode_seconds = {0.0, 0.6, 0.6};
   CHECK(c.run_cost() == doctest::Approx(1.5));
   CHECK(CaseResult{}.run_cost() == 0.0);
+}
+
+TEST_CASE("the round-trip line names the CPUs probed when they may not be the model's") {
+  RoundTripRange r;
+  r.add(CoreRoundTrip{80.0, ""});
+  r.add(CoreRoundTrip{400.0, ""});
+  const std::string when = "one before each conversation and one after the last";
+  CHECK(round_trip_line(r, when) ==
+        "cross-core round trip: 80 to 400 ns over 2 probes, " + when +
+            " (two CPUs on one die or on two: see book/engine_forward.md)\n");
+  r.scope = probe_scope_text(0, 1, 16);
+  CHECK(round_trip_line(r, when) ==
+        "cross-core round trip: 80 to 400 ns over 2 probes, " + when + ", " + r.scope +
+            " (two CPUs on one die or on two: see book/engine_forward.md)\n");
+  CHECK(round_trip_line(RoundTripRange{}, when) == "cross-core round trip: n/a (not measured)\n");
 }

@@ -71,6 +71,24 @@ TEST_SUITE("cli / core probe") {
     CHECK(around.min_ns > 5.0);
   }
 
+  TEST_CASE("the probe says which CPUs it measured when they may not be the model's") {
+    CHECK(probe_scope_text(0, 1, 2).empty());
+    CHECK(probe_scope_text(0, 1, 16) ==
+          "between CPUs 0 and 1 of the 16 this process may use; the model's threads are not "
+          "pinned to them");
+    cpu_set_t mine;
+    REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
+    int first = 0, second = 0;
+    while (!CPU_ISSET(first, &mine)) ++first;
+    for (second = first + 1; CPU_COUNT(&mine) > 1 && !CPU_ISSET(second, &mine); ++second) {
+    }
+    if (CPU_COUNT(&mine) >= 2) {
+      CHECK(probe_scope() == probe_scope_text(first, second, CPU_COUNT(&mine)));
+      CHECK(RoundTripProbes().all().scope == probe_scope());
+    }
+    CHECK(RoundTripProbes("skipped").all().scope.empty());
+  }
+
   TEST_CASE("a range of round trips keeps the lowest and highest measured, and says why if none") {
     RoundTripRange r;
     CHECK(r.describe() == "n/a (not measured)");

@@ -119,7 +119,8 @@ std::string CaseResult::al_range() const {
 std::string round_trip_line(const RoundTripRange& all, const std::string& when) {
   if (all.measured == 0) return "cross-core round trip: " + all.describe() + "\n";
   return "cross-core round trip: " + all.describe() + " over " + std::to_string(all.measured) +
-         " probes, " + when + " (two CPUs on one die or on two: see book/engine_forward.md)\n";
+         " probes, " + when + (all.scope.empty() ? "" : ", " + all.scope) +
+         " (two CPUs on one die or on two: see book/engine_forward.md)\n";
 }
 
 std::string round_trip_csv(const RoundTripRange& r) {

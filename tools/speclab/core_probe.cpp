@@ -98,6 +98,24 @@ std::string describe(const CoreRoundTrip& rt) {
   return std::to_string(static_cast<long>(std::lround(rt.ns))) + " ns";
 }
 
+std::string probe_scope_text(int a, int b, int allowed) {
+  if (allowed == 2) return "";
+  return "between CPUs " + std::to_string(a) + " and " + std::to_string(b) + " of the " +
+         std::to_string(allowed) +
+         " this process may use; the model's threads are not pinned to them";
+}
+
+std::string probe_scope() {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return "";
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  if (cpus.size() < 2) return "";  // nothing is measured, and the error says why
+  return probe_scope_text(cpus[0], cpus[1], static_cast<int>(cpus.size()));
+}
+
 void RoundTripRange::add(const CoreRoundTrip& rt) {
   if (!rt.ok()) {
     error = rt.error;
@@ -109,6 +127,7 @@ void RoundTripRange::add(const CoreRoundTrip& rt) {
 }
 
 void RoundTripRange::add(const RoundTripRange& other) {
+  if (!other.scope.empty()) scope = other.scope;
   if (other.measured == 0) {
     if (!other.error.empty()) error = other.error;
     return;
@@ -126,6 +145,7 @@ std::string RoundTripRange::describe() const {
 }
 
 RoundTripProbes::RoundTripProbes(std::string skip) : skip_(std::move(skip)) {
+  if (skip_.empty()) all_.scope = probe_scope();
   last_ = probe();
   all_.add(last_);
 }
@@ -139,6 +159,7 @@ RoundTripRange RoundTripProbes::next() {
   const CoreRoundTrip now = probe();
   all_.add(now);
   RoundTripRange around;
+  around.scope = all_.scope;
   around.add(last_);
   around.add(now);
   last_ = now;

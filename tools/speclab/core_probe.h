@@ -32,6 +32,14 @@ CoreRoundTrip measure_core_round_trip(int trips = 4000, int batches = 5);
 // "372 ns", or "n/a (<error>)".
 std::string describe(const CoreRoundTrip& rt);
 
+// Which CPUs the probe measures, for a reader of its figure: "" when this process may run on
+// exactly two CPUs (the probe then measures the pair the model's threads run on), otherwise
+// probe_scope_text() of the two it pins to and the count, or "" when the affinity is unknown.
+std::string probe_scope();
+// "between CPUs <a> and <b> of the <allowed> this process may use; the model's threads are not
+// pinned to them", or "" when allowed == 2. Requires a != b.
+std::string probe_scope_text(int a, int b, int allowed);
+
 // The lowest and highest of several round trips: bench probes before every conversation and
 // after the last, and gives each case the probes on either side of its runs (the host may move
 // the CPUs in the middle of a run).
@@ -40,6 +48,7 @@ struct RoundTripRange {
   double min_ns = 0.0;  // meaningful when measured > 0
   double max_ns = 0.0;
   std::string error;  // why the last probe measured nothing; kept for describe()
+  std::string scope;  // probe_scope() of the probes, set by RoundTripProbes; "" = the model's CPUs
 
   void add(const CoreRoundTrip& rt);
   void add(const RoundTripRange& other);
