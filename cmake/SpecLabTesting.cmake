@@ -22,9 +22,19 @@ if(SPECLAB_ASAN)
   set(SPECLAB_CASE_MEMORY_MB 0)  # AddressSanitizer reserves terabytes of address space
 endif()
 
+# Printers for the values of a failed check (std::vector prints its items, not "{?}"),
+# force-included into every test source: tests/support/doctest_printers.h.
+add_library(speclab_doctest_printers INTERFACE)
+target_compile_options(speclab_doctest_printers INTERFACE
+  -include ${PROJECT_SOURCE_DIR}/tests/support/doctest_printers.h)
+target_link_libraries(speclab_doctest_printers INTERFACE doctest::doctest)
+
 # One small static library holds doctest's main(), compiled once.
 add_library(speclab_doctest_main STATIC ${PROJECT_SOURCE_DIR}/tests/support/doctest_main.cpp)
 target_link_libraries(speclab_doctest_main PUBLIC doctest::doctest)
+# Its users' sources only: included before doctest_main.cpp's own #define, the header would
+# leave doctest's implementation out.
+target_link_libraries(speclab_doctest_main INTERFACE speclab_doctest_printers)
 target_include_directories(speclab_doctest_main PUBLIC ${PROJECT_SOURCE_DIR}/tests/support)
 
 # Every target that builds a starter or a mutant, so one fixture can build them all.
@@ -99,7 +109,7 @@ function(_speclab_add_hidden_tests lab api_dir)
   endif()
   add_library(${lab}_hidden_cases OBJECT EXCLUDE_FROM_ALL ${sources})
   target_link_libraries(${lab}_hidden_cases
-    PUBLIC speclab_engine doctest::doctest speclab_warnings ${ARGN})
+    PUBLIC speclab_engine doctest::doctest speclab_doctest_printers speclab_warnings ${ARGN})
   target_include_directories(${lab}_hidden_cases PUBLIC ${api_dir} ${PROJECT_SOURCE_DIR}/tests/support)
   target_include_directories(${lab}_hidden_cases PRIVATE ${PROJECT_SOURCE_DIR}/tests/${lab}
     $<TARGET_PROPERTY:${lab}_cases,INCLUDE_DIRECTORIES>)
@@ -139,7 +149,8 @@ function(speclab_add_lab lab)
 
   # The lab's test cases, compiled once and linked against each implementation.
   add_library(${lab}_cases OBJECT ${test_sources})
-  target_link_libraries(${lab}_cases PUBLIC speclab_engine doctest::doctest speclab_warnings ${L_LINK})
+  target_link_libraries(${lab}_cases
+    PUBLIC speclab_engine doctest::doctest speclab_doctest_printers speclab_warnings ${L_LINK})
   target_include_directories(${lab}_cases PUBLIC ${api_dir} ${PROJECT_SOURCE_DIR}/tests/support)
   set(dep_solutions "")
   foreach(dep IN LISTS L_LAB_DEPS)

@@ -1,0 +1,33 @@
+#pragma once
+// How doctest prints the values of a failed check, for types it has no printer for.
+//
+// Without this, `CHECK(ngram_propose(ctx, 1, 2) == V{8, 8})` fails with "{?} == {?}", and a
+// student cannot see what their code returned. Every test (the labs' public and hidden cases and
+// the engine's) gets this header force-included (cmake/SpecLabTesting.cmake,
+// speclab_doctest_printers), so no test file needs to include it.
+#include <doctest/doctest.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace doctest {
+
+// {3, 1, 4}: the items as doctest prints each one; past kShown items, the rest is counted:
+// {0, 1, ..., 31, ... (200 items)}.
+template <typename T, typename A>
+struct StringMaker<std::vector<T, A>> {
+  static constexpr std::size_t kShown = 32;
+  static String convert(const std::vector<T, A>& v) {
+    std::string s = "{";
+    for (std::size_t i = 0; i < v.size() && i < kShown; ++i) {
+      if (i > 0) s += ", ";
+      s += toString(v[i]).c_str();
+    }
+    if (v.size() > kShown) s += ", ... (" + std::to_string(v.size()) + " items)";
+    s += "}";
+    return String(s.c_str());
+  }
+};
+
+}  // namespace doctest
