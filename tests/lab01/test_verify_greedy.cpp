@@ -65,6 +65,9 @@ TEST_SUITE("lab01 / Verifying: greedy") {
 
   TEST_CASE("a logits block of the wrong height is rejected with std::invalid_argument") {
     const auto logits = logits_with_argmax({1, 2});
+    INFO("too few rows: 2 drafts need 3");
     CHECK_THROWS_AS(speclab::verify_greedy(V{1, 2}, logits), std::invalid_argument);
+    INFO("too many rows: no draft needs exactly 1");
+    CHECK_THROWS_AS(speclab::verify_greedy(V{}, logits), std::invalid_argument);
   }
 }

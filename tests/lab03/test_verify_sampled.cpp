@@ -147,6 +147,7 @@ TEST_SUITE("lab03 / Verifying under sampling") {
   TEST_CASE("a logits block of the wrong height or a negative position is rejected") {
     const SamplingParams sp{1.0, 0, 0};
     CHECK_THROWS_AS(verify_sampled(V{1, 2}, certain_rows({1, 2}), 0, sp), std::invalid_argument);
+    CHECK_THROWS_AS(verify_sampled(V{}, certain_rows({1, 2}), 0, sp), std::invalid_argument);
     CHECK_THROWS_AS(verify_sampled(V{1}, certain_rows({1, 2}), -1, sp), std::invalid_argument);
   }
 }

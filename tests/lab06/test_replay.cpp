@@ -133,7 +133,8 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
 
   TEST_CASE("wrong row count or a negative temperature is rejected") {
     const Logits l = speclab::testing::logits_with_argmax({1, 2});
-    CHECK_THROWS_AS(replay_reach(V{1, 2}, l, 0.0), std::invalid_argument);
+    CHECK_THROWS_AS(replay_reach(V{1, 2}, l, 0.0), std::invalid_argument);  // too few rows
+    CHECK_THROWS_AS(replay_reach(V{}, l, 0.0), std::invalid_argument);      // too many
     CHECK_THROWS_AS(replay_reach(V{1}, l, -1.0), std::invalid_argument);
   }
 
