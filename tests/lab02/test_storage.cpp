@@ -104,6 +104,25 @@ TEST_SUITE("lab02 / Counting: one level") {
     CHECK(s.contexts() == 1);
   }
 
+  TEST_CASE("an update whose context is shorter than n-1 records nothing") {
+    INFO("see the chapter, 'Counting: one level': a context shorter than n-1 has no key");
+    OneLevelNGramStorage s(3);
+    s.update(V{1}, V{5});
+    CHECK(s.size() == 0);
+    CHECK(s.contexts() == 0);
+    s.update(V{}, V{6});
+    CHECK(s.size() == 0);
+    s.update(V{1, 2}, V{5});  // exactly n-1: recorded
+    CHECK(s.size() == 1);
+    INFO("NGramStorage records at the levels the context fits, and only those");
+    NGramStorage m(4);
+    m.update(V{7}, V{8});
+    CHECK(m.size() == 1);
+    CHECK(m.level(1).count(V{7}, 8) == 1);
+    CHECK(m.level(2).size() == 0);
+    CHECK(m.level(3).size() == 0);
+  }
+
   TEST_CASE("a negative token id is rejected and nothing is recorded") {
     OneLevelNGramStorage s(2);
     CHECK_THROWS_AS(s.update(V{1}, V{5, -3}), std::invalid_argument);
