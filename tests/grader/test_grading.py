@@ -237,7 +237,7 @@ class CaseRunner(unittest.TestCase):
              SUMMARY.format(p=0, f=1) + "\nsys.exit(1)"),
             ("exited", "sys.exit(0)"),
             ("failed", SUMMARY.format(p=0, f=0) + "\nsys.exit(0)"),  # 0 passed is no pass
-            ("skipped", "sys.exit(77)"),
+            ("skipped", 'print("SKIPPED: no usable CUDA device")\nsys.exit(77)'),
         ]
         for status, body in cases:
             with self.subTest(body=body):
@@ -261,6 +261,19 @@ class CaseRunner(unittest.TestCase):
         self.assertEqual(runner.classify(r), "skipped")
         self.assertEqual(runner.summarize("skipped", r.output, r, "case"),
                          "was skipped: the model file is missing")
+
+    def test_exit_code_77_is_a_skip_only_after_the_skip_line_of_test_util_h(self):
+        # The code under test calling std::exit(77) is an exit like any other: only skip()
+        # (tests/support/test_util.h) prints "SKIPPED: <reason>" before it exits 77.
+        for body in ("sys.exit(77)", 'print("working on it")\nsys.exit(77)',
+                     'print("not SKIPPED: here")\nsys.exit(77)'):
+            with self.subTest(body=body):
+                r = self.run_fake(body, timeout=20)
+                self.assertEqual((r.status, runner.classify(r)), ("exited", "exited"), r.output)
+                self.assertIn("exit code 77", runner.summarize("exited", r.output, r, "case"))
+        r = self.run_fake('print("x")\nprint("SKIPPED: the model file is missing")\n'
+                          "sys.exit(77)", timeout=20)
+        self.assertEqual(r.status, "skipped", r.output)
 
     def test_a_case_that_never_ends_is_killed_at_its_timeout(self):
         r = self.run_fake("time.sleep(60)", timeout=1)
