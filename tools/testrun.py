@@ -37,6 +37,14 @@ SKIP_CODE = 77
 # The line tests/support/test_util.h's skip() prints before it exits with SKIP_CODE. Exit code 77
 # alone is no skip: the code under test may call exit(77) itself.
 SKIP_LINE = re.compile(r"^SKIPPED: (.*)$", re.M)
+# What is printed when an allocation fails: doctest's report of a std::bad_alloc that escaped the
+# case or a check (its what() is "std::bad_alloc"), or the C++ runtime's when it escaped where
+# nothing caught it (a noexcept function, a thread; then SIGABRT).
+# A message that merely mentions bad_alloc (a what() of the code's own) is none of these.
+BAD_ALLOC_CAUGHT = re.compile(r'(THREW exception|threw a DIFFERENT exception): "?std::bad_alloc"?'
+                              r"[ \t]*$", re.M)
+BAD_ALLOC_UNCAUGHT = re.compile(r"terminate called after throwing an instance of 'std::bad_alloc'"
+                                r"|terminating due to uncaught exception of type std::bad_alloc\b")
 
 
 def lab_impl():
@@ -111,6 +119,8 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
     seconds = time.monotonic() - start
     if rc < 0:
         name = signal.Signals(-rc).name
+        if name == "SIGABRT" and BAD_ALLOC_UNCAUGHT.search(text):
+            return _out_of_memory(text, case, mem_mb, seconds)
         if name == "SIGXFSZ":
             why = f"it wrote more than {output_mb} MiB of output. Look for a print in a loop."
         else:
@@ -126,9 +136,8 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
             "Rebuild, then run ctest again.\n"), seconds=seconds)
     if rc == 0 and m and int(m.group(2)) == 1:
         return CaseRun("passed", text, seconds=seconds)
-    if "bad_alloc" in text:
-        return CaseRun("memory", text + (
-            f"\nMEMORY: '{case}' ran out of its {mem_mb} MiB memory limit.\n"), seconds=seconds)
+    if BAD_ALLOC_CAUGHT.search(text):
+        return _out_of_memory(text, case, mem_mb, seconds)
     if not m and "Sanitizer" not in text:
         # No summary and no sanitizer report: the code under test ended the process itself.
         return CaseRun("exited", text + (
@@ -137,6 +146,12 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
     if "THREW exception" in text:
         return CaseRun("exception", text, seconds=seconds)
     return CaseRun("failed", text, seconds=seconds)
+
+
+def _out_of_memory(text, case, mem_mb, seconds):
+    limit = (f"ran out of its {mem_mb} MiB memory limit" if mem_mb and mem_mb > 0 else
+             "ran out of memory (no memory limit was set)")
+    return CaseRun("memory", text + f"\nMEMORY: '{case}' {limit}.\n", seconds=seconds)
 
 
 def run_case(exe, case, timeout=30.0, mem_mb=2048, env=None):

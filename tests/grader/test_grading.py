@@ -275,6 +275,48 @@ class CaseRunner(unittest.TestCase):
                           "sys.exit(77)", timeout=20)
         self.assertEqual(r.status, "skipped", r.output)
 
+    def test_only_running_out_of_memory_is_memory_not_a_message_that_names_bad_alloc(self):
+        fail = "\n" + SUMMARY.format(p=0, f=1) + "\nsys.exit(1)"
+        terminate = ("print(\"terminate called after throwing an instance of 'std::bad_alloc'\")"
+                     "\nprint('  what():  std::bad_alloc', flush=True)\n"
+                     "os.kill(os.getpid(), signal.SIGABRT)")
+        cases = [
+            # What doctest prints when std::bad_alloc escapes the case or a check, and what the
+            # C++ runtime prints when it escapes where nothing catches it.
+            ("memory", 'print("t.cpp:1: ERROR: test case THREW exception: std::bad_alloc")' +
+             fail),
+            ("memory", 'print("t.cpp:1: ERROR: CHECK( f() ) THREW exception: std::bad_alloc")' +
+             fail),
+            ("memory", """print('ERROR: CHECK( f() ) THREW exception: "std::bad_alloc"')""" +
+             fail),
+            ("memory", "print('ERROR: CHECK_THROWS_AS( f(), E ) threw a DIFFERENT exception: "
+                       "\"std::bad_alloc\"')" + fail),
+            ("memory", terminate),
+            # Messages that only mention it.
+            ("exception", 'print("ERROR: test case THREW exception: caught std::bad_alloc '
+                          'earlier")' + fail),
+            ("failed", """print('ERROR: CHECK( why == "std::bad_alloc" ) is NOT correct!')""" +
+             fail),
+            ("failed", "print('ERROR: CHECK_THROWS_AS( f(), E ) threw a DIFFERENT exception: "
+                       "\"caught std::bad_alloc earlier\"')" + fail),
+            ("exited", 'print("retrying after bad_alloc")\nsys.exit(3)'),
+            ("abort", 'print("bad_alloc is handled elsewhere", flush=True)\n'
+                      "os.kill(os.getpid(), signal.SIGABRT)"),
+        ]
+        for status, body in cases:
+            with self.subTest(body=body):
+                r = self.run_fake(body, timeout=20, mem_mb=512)
+                self.assertEqual(runner.classify(r), status, r.output)
+                summary = runner.summarize(status, r.output, r, "case")
+                if status == "memory":
+                    self.assertEqual(summary, "ran out of its 512 MiB memory limit.")
+                else:
+                    self.assertNotIn("memory", summary)
+        r = self.run_fake('print("ERROR: test case THREW exception: std::bad_alloc")' + fail,
+                          timeout=20, mem_mb=0)
+        self.assertEqual(runner.summarize("memory", r.output, r, "case"),
+                         "ran out of memory (no memory limit was set).")
+
     def test_a_case_that_never_ends_is_killed_at_its_timeout(self):
         r = self.run_fake("time.sleep(60)", timeout=1)
         self.assertEqual(r.status, "timeout")

@@ -72,10 +72,11 @@ def summarize(status, output, run=None, name=""):
         return f"{STATUSES[status]}: {testrun.skip_reason(output)}"[:300]
     if status in ("segfault", "abort", "crashed", "output_limit") and run is not None:
         return f"{STATUSES[status]} (killed by {run.signal})"
-    m = re.search(r"^(TIMEOUT|MEMORY|EXITED|ERROR): (.*)$", output, re.M)
-    if not m:
+    # The last such line is the one testrun.py added; the case may have printed others.
+    lines = re.findall(r"^(?:TIMEOUT|MEMORY|EXITED|ERROR): (.*)$", output, re.M)
+    if not lines:
         return STATUSES[status]
-    return m.group(2).replace(f"'{name}' ", "", 1).strip()[:300]
+    return lines[-1].replace(f"'{name}' ", "", 1).strip()[:300]
 
 
 def trim(text, keep=OUTPUT_KEEP):
