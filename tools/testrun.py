@@ -34,6 +34,7 @@ import time
 
 VALID_IMPLS = ("solution", "starter")
 SKIP_CODE = 77
+LOADER_FAILED = 127  # the exit code of a program the dynamic loader could not start
 # The line tests/support/test_util.h's skip() prints before it exits with SKIP_CODE. Exit code 77
 # alone is no skip: the code under test may call exit(77) itself.
 SKIP_LINE = re.compile(r"^SKIPPED: (.*)$", re.M)
@@ -62,7 +63,8 @@ def lab_exe(build_dir, lab, impl):
 
 class CaseRun:
     """What one case did. status: passed, failed, exception, exited, skipped, timeout, crashed,
-    memory, missing. signal: the signal's name when status is crashed. seconds: wall time."""
+    memory, missing, nostart (the program could not start under its memory limit). signal: the
+    signal's name when status is crashed. seconds: wall time."""
 
     def __init__(self, status, output, signal=None, seconds=0.0):
         self.status, self.output, self.signal, self.seconds = status, output, signal, seconds
@@ -129,6 +131,13 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
                        name, seconds)
     if rc == SKIP_CODE and SKIP_LINE.search(text):
         return CaseRun("skipped", text, seconds=seconds)
+    if rc == LOADER_FAILED and mem_mb and mem_mb > 0 and "[doctest]" not in text:
+        # doctest prints its header before any case runs: this program never got that far. Under
+        # an address-space limit of a few MiB the dynamic loader cannot map the C++ libraries.
+        return CaseRun("nostart", text + (
+            f"\nERROR: the test program exited with code {rc} before doctest started: its "
+            f"{mem_mb} MiB memory limit may be too small for the program to start.\n"),
+            seconds=seconds)
     m = re.search(r"test cases:\s*(\d+)\s*\|\s*(\d+) passed", text)
     if m and int(m.group(1)) != 1:
         return CaseRun("missing", text + (
@@ -156,7 +165,7 @@ def _out_of_memory(text, case, mem_mb, seconds):
 
 def run_case(exe, case, timeout=30.0, mem_mb=2048, env=None):
     """Runs one doctest case. Returns (status, output) with status one of passed, failed,
-    exception, exited, skipped, timeout, crashed, memory, missing."""
+    exception, exited, skipped, timeout, crashed, memory, missing, nostart."""
     r = run_case_detail(exe, case, timeout, mem_mb, env)
     return r.status, r.output
 
@@ -296,9 +305,12 @@ def cmd_mutant(a):
     exe = lab_exe(a.build_dir, a.lab, f"mutant_{a.mutant}")
     killers, survivors = [], []
     for case in read_cases(a.build_dir, a.lab):
-        status, _ = run_case(exe, case, timeout=a.timeout, mem_mb=a.mem_mb)
+        status, out = run_case(exe, case, timeout=a.timeout, mem_mb=a.mem_mb)
         if status == "missing":
             print(f"ERROR: {exe} is missing or stale; build the project first.")
+            return 1
+        if status == "nostart":  # it catches nothing: no case ran
+            print(out.strip().splitlines()[-1])
             return 1
         if status == "skipped":
             continue  # a case that did not run (missing data) catches nothing

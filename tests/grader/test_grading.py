@@ -317,6 +317,29 @@ class CaseRunner(unittest.TestCase):
         self.assertEqual(runner.summarize("memory", r.output, r, "case"),
                          "ran out of memory (no memory limit was set).")
 
+    def test_a_program_that_cannot_start_under_its_memory_limit_is_not_blamed_on_exit(self):
+        # Under a tiny address-space limit the dynamic loader cannot map the C++ libraries and
+        # exits 127 before doctest prints anything (tools/grade --mem-mb 1 did this).
+        loader = ('sys.stderr.write("x: error while loading shared libraries: libc.so.6: failed '
+                  'to map segment from shared object\\n")\nsys.exit(127)')
+        for body in (loader, "sys.exit(127)"):
+            with self.subTest(body=body):
+                r = self.run_fake(body, timeout=20, mem_mb=256)
+                self.assertEqual((r.status, runner.classify(r)), ("nostart", "error"), r.output)
+                summary = runner.summarize("error", r.output, r, "case")
+                self.assertIn("256 MiB memory limit may be too small for the program to start",
+                              summary)
+                self.assertNotIn("exit()", summary)
+        r = testrun.run_case_detail("/bin/true", "case", timeout=20, mem_mb=1)
+        self.assertEqual(r.status, "nostart", r.output)
+        # Exit code 127 after doctest started, or with no memory limit, is the code's own exit.
+        for body, mem_mb in (('print("[doctest] run with \\"--help\\" for options")\n'
+                              "sys.exit(127)", 256), ("sys.exit(127)", 0)):
+            with self.subTest(body=body, mem_mb=mem_mb):
+                r = self.run_fake(body, timeout=20, mem_mb=mem_mb)
+                self.assertEqual(r.status, "exited", r.output)
+                self.assertIn("exit code 127", runner.summarize("exited", r.output, r, "case"))
+
     def test_a_case_that_never_ends_is_killed_at_its_timeout(self):
         r = self.run_fake("time.sleep(60)", timeout=1)
         self.assertEqual(r.status, "timeout")
@@ -676,6 +699,20 @@ class GradeRefusals(TempDir):
                 self.assertEqual(p.returncode, 1, p.stderr)
                 self.assertIn(message, p.stderr)
         self.assertEqual(grade().returncode, 2)
+
+    def test_a_memory_limit_too_small_for_a_test_program_to_start_is_a_usage_error(self):
+        # A lab's test program needs about 8 MiB of address space just to start.
+        for value in ("1", "8", "63"):
+            with self.subTest(value=value):
+                p = grade(self.tmp, "--mem-mb", value)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn("argument --mem-mb: must be 0 (no limit) or at least 64 MiB",
+                              p.stderr)
+                self.assertIn(f"got {value}", p.stderr)
+        for value in (0, 64, 2048):
+            self.assertEqual(cli.parser().parse_args(["s", "--mem-mb", str(value)]).mem_mb, value)
+        self.assertIn("--mem-mb M address-space limit of one test case in MiB, at least 64, or 0 "
+                      "for none", " ".join(cli.parser().format_help().split()))
 
     def test_limits_out_of_range_are_usage_errors_that_name_the_flag(self):
         for flag, value in (("--timeout", "0"), ("--timeout", "-1"), ("--timeout", "nan"),

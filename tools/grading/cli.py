@@ -24,7 +24,7 @@ NAME is the folder or zip name; submissions that share one are qualified by thei
 Exit status: 0 when every submission was graded, whatever the scores; 1 when grading could not
 run (the reason is printed: a points file that misses a case, a reference solution that fails,
 an unreadable submission, ...); 2 for a usage error (an unknown flag, no SUBMISSION, a --timeout,
---build-timeout or --jobs that is not > 0, a --mem-mb below 0).
+--build-timeout or --jobs that is not > 0, a --mem-mb that is neither 0 nor at least 64).
 """
 import argparse
 import csv
@@ -386,6 +386,22 @@ def _number(kind, low, strict):
     return parse
 
 
+# The smallest --mem-mb other than 0. A lab's test program needs 6-8 MiB of address space just to
+# start (the dynamic loader maps the C++ libraries); below that every case "fails" before doctest
+# runs. 64 MiB leaves room for the cases themselves.
+MIN_MEM_MB = 64
+
+
+def _mem_mb(text):
+    """An argparse type for --mem-mb: 0 (no limit) or at least MIN_MEM_MB."""
+    value = _number(int, 0, False)(text)
+    if 0 < value < MIN_MEM_MB:
+        raise argparse.ArgumentTypeError(
+            f"must be 0 (no limit) or at least {MIN_MEM_MB} MiB: a test program needs several MiB "
+            f"just to start, got {text}")
+    return value
+
+
 def parser():
     p = argparse.ArgumentParser(prog="tools/grade", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -401,9 +417,9 @@ def parser():
                         "(default: build/grading)")
     p.add_argument("--timeout", type=_number(float, 0, True), metavar="S",
                    help="seconds one test case may run (default: the lab's own, as in ctest)")
-    p.add_argument("--mem-mb", type=_number(int, 0, False), metavar="M",
-                   help="address-space limit of one test case in MiB, 0 for none (default: "
-                        "the lab's own)")
+    p.add_argument("--mem-mb", type=_mem_mb, metavar="M",
+                   help=f"address-space limit of one test case in MiB, at least {MIN_MEM_MB}, "
+                        "or 0 for none (default: the lab's own)")
     p.add_argument("--build-timeout", type=_number(float, 0, True), default=300, metavar="S",
                    help="seconds a submission's lab may take to compile (default 300)")
     p.add_argument("-j", "--jobs", type=_number(int, 0, True), default=os.cpu_count() or 2,

@@ -52,7 +52,7 @@ def classify(run):
     if run.status == "crashed":
         return {"SIGSEGV": "segfault", "SIGBUS": "segfault", "SIGABRT": "abort",
                 "SIGXFSZ": "output_limit"}.get(run.signal, "crashed")
-    if run.status == "missing":
+    if run.status in ("missing", "nostart"):
         return "error"
     return run.status if run.status in STATUSES else "error"
 
