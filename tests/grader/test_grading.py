@@ -18,6 +18,7 @@ import sys
 import tempfile
 import textwrap
 import unittest
+import unittest.mock as mock
 import xml.etree.ElementTree as ET
 import zipfile
 
@@ -620,6 +621,44 @@ class Submit(TempDir):
         p = self.submit("lab01", "--out", os.path.join(self.tmp, "s.zip"))
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("uncommitted changes in " + EDITABLE, p.stderr)
+
+    def test_an_existing_folder_as_out_gets_the_zip_inside_it(self):
+        # As with cp: --out names the zip, or a folder to put submission-labNN.zip in (a folder
+        # that exists, or a path that ends with a slash).
+        for out in (os.path.join(self.tmp, "handin"), os.path.join(self.tmp, "new", "")):
+            with self.subTest(out=out):
+                os.makedirs(os.path.join(self.tmp, "handin"), exist_ok=True)
+                p = self.submit("lab01", "--out", out)
+                self.assertEqual(p.returncode, 0, p.stderr)
+                zip_path = os.path.join(out, "submission-lab01.zip")
+                self.assertIn(f"wrote {zip_path}:", p.stdout)
+                with zipfile.ZipFile(zip_path) as zf:
+                    self.assertIn(EDITABLE, zf.namelist())
+                self.assertEqual(self.part_files(), [])
+
+    def test_a_zip_that_cannot_be_written_says_why_and_leaves_no_part_file(self):
+        # The zip's own path is a folder: nothing can replace it.
+        os.makedirs(os.path.join(self.tmp, "handin", "submission-lab01.zip"))
+        p = self.submit("lab01", "--out", os.path.join(self.tmp, "handin"))
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(f"submit: error: {os.path.join(self.tmp, 'handin', 'submission-lab01.zip')} "
+                      "is a folder; give --out a file name", p.stderr)
+        self.assertNotIn("Errno", p.stderr)
+        self.assertEqual(self.part_files(), [])
+        # A write that fails half-way (a full disk, say) removes what it wrote.
+        from grading import submit
+        out = os.path.join(self.tmp, "full", "s.zip")
+        err = io.StringIO()
+        with mock.patch.object(zipfile.ZipFile, "writestr",
+                               side_effect=OSError(28, "No space left on device")), \
+                contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(submit.main(["lab01", "--out", out]), 1)
+        self.assertIn("No space left on device", err.getvalue())
+        self.assertEqual(os.listdir(os.path.dirname(out)), [])
+
+    def part_files(self):
+        return [os.path.join(d, n) for d, _, names in os.walk(self.tmp) for n in names
+                if n.endswith(".part")]
 
     def test_an_unknown_lab_is_refused(self):
         p = self.submit("lab99")

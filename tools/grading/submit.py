@@ -1,10 +1,12 @@
 """tools/submit: packs a lab's editable files into a zip for grading.
 
-  tools/submit labNN [labNN ...] [--out FILE]
+  tools/submit labNN [labNN ...] [--out FILE|DIR]
 
 The zip holds exactly the editable files (labs/labNN_*/starter.cpp) at their repository paths
 and a MANIFEST.json with the labs, each file's sha256, and the git commit. It warns when a file
 has uncommitted changes (the zip takes the file as it is on disk) and when TODOs are left.
+--out names the zip, or a folder to write submission-labNN.zip in: one that exists, or a path
+that ends with /. A zip that cannot be written leaves nothing behind.
 Exit status: 0 when the zip was written, 1 when it could not be (the reason is printed).
 """
 import argparse
@@ -32,7 +34,10 @@ def git(*args):
 
 
 def build_zip(labs, out):
-    """Writes the zip for `labs` to `out`; returns (manifest, warnings)."""
+    """Writes the zip for `labs` to `out`; returns (manifest, warnings). On failure it leaves
+    nothing behind."""
+    if os.path.isdir(out):
+        raise GradingError(f"{out} is a folder; give --out a file name")
     known = source_labs(REPO)
     warnings, files = [], []
     for lab in labs:
@@ -72,11 +77,16 @@ def build_zip(labs, out):
     }
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     tmp = out + ".part"
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr(MANIFEST, json.dumps(manifest, indent=2) + "\n")
-        for f in files:
-            zf.writestr(f["path"], f["data"])
-    os.replace(tmp, out)
+    try:
+        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr(MANIFEST, json.dumps(manifest, indent=2) + "\n")
+            for f in files:
+                zf.writestr(f["path"], f["data"])
+        os.replace(tmp, out)
+    except BaseException:
+        if os.path.isfile(tmp):  # a half-written zip must not be mistaken for one
+            os.remove(tmp)
+        raise
     return manifest, warnings
 
 
@@ -84,11 +94,15 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="tools/submit", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("labs", nargs="+", metavar="labNN")
-    p.add_argument("--out", metavar="FILE",
-                   help="the zip to write (default: submission-labNN.zip in the repository)")
+    p.add_argument("--out", metavar="FILE|DIR",
+                   help="the zip to write, or a folder to write submission-labNN.zip in "
+                        "(default: submission-labNN.zip in the repository)")
     args = p.parse_args(argv)
     labs = list(dict.fromkeys(args.labs))
-    out = args.out or os.path.join(REPO, f"submission-{'-'.join(labs)}.zip")
+    name = f"submission-{'-'.join(labs)}.zip"
+    out = args.out or os.path.join(REPO, name)
+    if args.out and (os.path.isdir(out) or out.endswith(("/", os.sep))):
+        out = os.path.join(out, name)
     try:
         manifest, warnings = build_zip(labs, out)
     except (GradingError, OSError) as e:
