@@ -26,14 +26,16 @@ ESC = "\x1b["
 ALL_DRAFTERS = ("prompt-lookup", "ngram", "nasd", "pool", "sa", "sa+ngram", "auto", "mine")
 
 
-def speclab(*args, stdin=None, env=None, timeout=120):
-    """Runs speclab; returns (exit code, stdout, stderr) as text (bytes kept as-is where invalid)."""
+def speclab(*args, stdin=None, env=None, timeout=120, cwd=None):
+    """Runs speclab; returns (exit code, stdout, stderr) as text (bytes kept as-is where invalid).
+    `cwd`: the folder it runs in (a relative SPECLAB_BIN still names the same program)."""
     full_env = dict(os.environ)
     full_env.pop("NO_COLOR", None)
     full_env.pop("LAB_IMPL", None)
     full_env.update(env or {})
-    p = subprocess.run([SPECLAB, *args], input=stdin, capture_output=True, env=full_env,
-                       timeout=timeout)
+    exe = os.path.abspath(SPECLAB) if cwd is not None and os.sep in SPECLAB else SPECLAB
+    p = subprocess.run([exe, *args], input=stdin, capture_output=True, env=full_env,
+                       timeout=timeout, cwd=cwd)
     return (p.returncode, p.stdout.decode("utf-8", "replace"),
             p.stderr.decode("utf-8", "replace"))
 
@@ -80,8 +82,8 @@ def shared_libraries_loaded(*args):
 class BadInput(unittest.TestCase):
     """Each bad input: a clear message on stderr and a non-zero exit code."""
 
-    def assert_refused(self, args, *needles, stdin=None):
-        rc, out, err = speclab(*args, stdin=stdin)
+    def assert_refused(self, args, *needles, stdin=None, cwd=None):
+        rc, out, err = speclab(*args, stdin=stdin, cwd=cwd)
         # README: bad input exits 2 (1 is a failure while running), flag parsing errors included.
         self.assertEqual(rc, 2, f"speclab {' '.join(map(str, args))}: exit {rc}; stderr: {err}")
         for needle in needles:
@@ -210,6 +212,28 @@ class BadInput(unittest.TestCase):
             self.assert_refused(["trace", "--model", "toy", "--out", tmp],
                                 f"--out '{tmp}' is a directory, not a file")
             self.assertEqual(sorted(os.listdir(tmp)), ["a-file"], "a refused run left files behind")
+
+    def test_csv_and_json_naming_one_file_are_refused_before_the_run(self):
+        # The JSON used to overwrite the CSV, and bench said "wrote X and X". However the two
+        # paths are spelled, in the main mode and in batched mode.
+        with tempfile.TemporaryDirectory() as tmp:
+            same = os.path.join(tmp, "r.out")
+            for csv_path, json_path in [("r.out", "r.out"), ("r.out", "./r.out"), ("r.out", same),
+                                        ("sub/../r.out", "r.out")]:
+                for extra in ([], ["--batch", "2"]):
+                    cmd = ["bench", "--model", "toy", "--repeats", "1", "--max-new-tokens", "8",
+                           "--prompts", "1", *extra, "--csv", csv_path, "--json", json_path]
+                    self.assert_refused(cmd, f"--csv '{csv_path}' and --json '{json_path}' are "
+                                        "the same file", cwd=tmp)
+                    _, out, _ = speclab(*cmd, cwd=tmp)
+                    self.assertNotIn("speedup", out, "the bench ran before checking its outputs")
+            self.assertEqual(os.listdir(tmp), [], "a refused run left files behind")
+            # A link to the other file is the same file too, and the file is left alone.
+            Path(same).write_text("kept\n")
+            os.symlink(same, os.path.join(tmp, "link"))
+            self.assert_refused(["bench", "--model", "toy", "--csv", "r.out", "--json", "link"],
+                                "are the same file", cwd=tmp)
+            self.assertEqual(Path(same).read_text(), "kept\n")
 
     def test_a_missing_workload_file_is_named(self):
         self.assert_refused(["bench", "--model", "toy", "--workload", "/nonexistent/w.jsonl",

@@ -122,9 +122,9 @@ int run_bench(const BenchOptions& o) {
       throw UsageError("--k must be between 1 and 64 (drafts per round), got " + std::to_string(k));
     }
   }
-  // A long run must not end in "cannot write": check the output paths before any work.
-  check_output_file(o.csv, "--csv");
-  check_output_file(o.json, "--json");
+  // A long run must not end in "cannot write", nor one output overwrite the other: check the
+  // output paths before any work (batched mode's too: it writes the same two files).
+  check_output_files({{o.csv, "--csv"}, {o.json, "--json"}});
   DecodeOptions decode;
   decode.temperature = o.temperature;
   decode.seed = o.seed;
@@ -378,11 +378,11 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
   cmd->add_option("--csv", o->csv,
                   "Write the results as CSV here, creating its folder ('' = do not). "
-                  "Checked before the run")
+                  "Checked before the run, as is that it is not the --json file")
       ->capture_default_str();
   cmd->add_option("--json", o->json,
                   "Write the results as JSON here, creating its folder ('' = do not). "
-                  "Checked before the run")
+                  "Checked before the run, as is that it is not the --csv file")
       ->capture_default_str();
   cmd->add_flag("--no-progress", o->no_progress,
                 "No progress bar (it is drawn only on a terminal)");

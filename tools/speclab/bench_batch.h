@@ -28,7 +28,8 @@ struct BatchBenchSettings {
   int max_new_tokens = 0;
   std::string clock = "wall";  // wall | cpu
   bool progress = true;        // draw a progress bar (on a terminal)
-  std::string csv, json;       // output paths; '' = do not write
+  std::string csv, json;       // output paths; '' = do not write. The caller has checked them
+                               // with check_output_files (run_bench does, before any work).
 };
 
 // Runs every case of `cases` on every workload at every batch size, prints the table to stdout

@@ -67,6 +67,37 @@ void check_output_file(const std::string& path, const std::string& what) {
   }
 }
 
+namespace {
+
+// `path` as the system resolves it when the file is opened: absolute, with ".", ".." and the
+// links of the part that exists resolved.
+fs::path resolved(const std::string& path) {
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(path, ec);
+  if (ec) return fs::path(path).lexically_normal();
+  const fs::path canonical = fs::weakly_canonical(absolute, ec);
+  return ec ? absolute.lexically_normal() : canonical;
+}
+
+}  // namespace
+
+void check_output_files(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    for (size_t j = i + 1; j < outputs.size(); ++j) {
+      const auto& [a, what_a] = outputs[i];
+      const auto& [b, what_b] = outputs[j];
+      if (a.empty() || b.empty()) continue;
+      std::error_code ec;
+      const bool same = fs::equivalent(a, b, ec) || resolved(a) == resolved(b);
+      if (!same) continue;
+      throw UsageError(what_a + " '" + a + "' and " + what_b + " '" + b + "' are the same file (" +
+                       resolved(a).string() + "): the " + what_b + " output would overwrite the " +
+                       what_a + " output; give two different paths, or '' to leave one out");
+    }
+  }
+  for (const auto& [path, what] : outputs) check_output_file(path, what);
+}
+
 std::ofstream open_output_file(const std::string& path, const std::string& what) {
   const std::string named = what + " '" + path + "'";
   prepare_output_path(path, named);

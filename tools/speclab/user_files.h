@@ -3,6 +3,8 @@
 // that name the flag or role, the path and the cause.
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace speclab::cli {
 
@@ -15,6 +17,13 @@ std::ifstream open_input_file(const std::string& path, const std::string& what);
 // folder, or the file cannot be opened for writing. Leaves an existing file's contents alone and
 // no new file behind. An empty `path` (the "do not write" value) is accepted.
 void check_output_file(const std::string& path, const std::string& what);
+
+// check_output_file() for each of `outputs` ({path, what}: "--csv", "--json", ...), after
+// checking that no two of them name the same file, which the later write would overwrite. Two
+// paths are the same file as the system resolves them: "x", "./x" and "sub/../x", a link and its
+// target. Throws UsageError naming both flags and paths; checks the pairs before it creates any
+// folder. Empty paths (not written) are skipped.
+void check_output_files(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 // Opens `path` for writing (truncating it), creating missing parent folders. Throws UsageError
 // as check_output_file does.
