@@ -235,6 +235,20 @@ class BadInput(unittest.TestCase):
                                 "are the same file", cwd=tmp)
             self.assertEqual(Path(same).read_text(), "kept\n")
 
+    def test_a_seed_outside_0_to_2_to_the_64_minus_1_is_refused(self):
+        # -1 used to wrap to 18446744073709551615 and 2^64 to be clamped, both without a word.
+        for cmd in (["generate"], ["chat"], ["bench"], ["trace", "--out", "-"], ["demo"]):
+            for seed in ("-1", "18446744073709551616", "99999999999999999999999"):
+                self.assert_refused([*cmd, "--model", "toy", "--seed", seed],
+                                    "--seed: must be in [0, 2^64-1] (0 to 18446744073709551615",
+                                    f"got {seed}", stdin=b"")
+            self.assert_refused([*cmd, "--model", "toy", "--seed", "0x10"],
+                                "--seed: expected a whole number in [0, 2^64-1]", stdin=b"")
+        rc, _, err = speclab("generate", "--model", "toy", "--seed", "18446744073709551615",
+                             "--max-new-tokens", "4")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("seed=18446744073709551615", err)
+
     def test_a_missing_workload_file_is_named(self):
         self.assert_refused(["bench", "--model", "toy", "--workload", "/nonexistent/w.jsonl",
                              "--csv", "", "--json", ""], "'/nonexistent/w.jsonl': no such file")

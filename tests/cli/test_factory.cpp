@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "factory.h"
@@ -40,6 +41,26 @@ TEST_SUITE("cli / factory") {
                          UsageError);
     CHECK_THROWS_AS(make_drafter(DrafterOptions{}, 65), UsageError);
     CHECK(make_drafter(DrafterOptions{}, 64) != nullptr);
+  }
+
+  TEST_CASE("--seed takes [0, 2^64-1] and refuses what CLI11 would wrap or clamp") {
+    const auto parse = [](const std::string& value) {
+      CLI::App app;
+      std::uint64_t seed = 7;
+      add_seed_flag(app, seed, "seed");
+      app.parse("--seed " + value, false);
+      return seed;
+    };
+    CHECK(parse("0") == 0);
+    CHECK(parse("18446744073709551615") == std::numeric_limits<std::uint64_t>::max());
+    CHECK_THROWS_WITH_AS(parse("-1"),
+                         doctest::Contains("must be in [0, 2^64-1] (0 to 18446744073709551615), "
+                                           "got -1"),
+                         CLI::ValidationError);
+    CHECK_THROWS_WITH_AS(parse("18446744073709551616"), doctest::Contains("must be in [0, 2^64-1]"),
+                         CLI::ValidationError);
+    CHECK_THROWS_WITH_AS(parse("0x10"), doctest::Contains("expected a whole number"),
+                         CLI::ValidationError);
   }
 
   TEST_CASE("an n-gram longer than the context can ever be is refused") {

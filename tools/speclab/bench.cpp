@@ -375,7 +375,7 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--temperature", o->temperature, "Sampling temperature; 0 = greedy")
       ->check(real_in(0.0, 100.0, "sampling temperature"))
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
+  add_seed_flag(*cmd, o->seed, "Sampling seed");
   cmd->add_option("--csv", o->csv,
                   "Write the results as CSV here, creating its folder ('' = do not). "
                   "Checked before the run, as is that it is not the --json file")

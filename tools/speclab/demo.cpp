@@ -233,7 +233,7 @@ void add_demo(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "CPU threads for SmolLM2; 0 = every core")
       ->check(int_in(0, 1024, "CPU threads"))
       ->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Toy target seed")->capture_default_str();
+  add_seed_flag(*cmd, o->seed, "Toy target seed");
   cmd->add_flag("--no-color", o->no_color, "Plain text even on a terminal");
   cmd->callback([o]() { run_demo(*o); });
 }

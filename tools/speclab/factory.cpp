@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -75,6 +77,28 @@ CLI::Validator real_in(double lo, double hi, const std::string& what) {
         return {};
       },
       "[" + text(lo) + ".." + text(hi) + "]");
+}
+
+CLI::Option* add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help) {
+  constexpr const char* kRange = "[0, 2^64-1]";
+  const std::string what = "0 to " + std::to_string(std::numeric_limits<std::uint64_t>::max());
+  const CLI::Validator check(
+      [what, kRange](std::string& value) -> std::string {
+        const bool negative = !value.empty() && value[0] == '-';
+        const std::string digits = negative ? value.substr(1) : value;
+        if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) {
+          return std::string("expected a whole number in ") + kRange + " (" + what + "), got '" +
+                 value + "'";
+        }
+        std::uint64_t v = 0;
+        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+        if (negative || ec != std::errc() || end != digits.data() + digits.size()) {
+          return std::string("must be in ") + kRange + " (" + what + "), got " + value;
+        }
+        return {};
+      },
+      "[0..2^64-1]");
+  return cmd.add_option("--seed", seed, help)->check(check)->capture_default_str();
 }
 
 namespace {
@@ -491,8 +515,7 @@ void add_decode_flags(CLI::App& cmd, DecodeOptions& o) {
   cmd.add_option("--temperature", o.temperature, "Sampling temperature; 0 = greedy")
       ->check(real_in(0.0, 100.0, "sampling temperature"))
       ->capture_default_str();
-  cmd.add_option("--seed", o.seed, "Sampling seed; for the toy target also the seed of its text")
-      ->capture_default_str();
+  add_seed_flag(cmd, o.seed, "Sampling seed; for the toy target also the seed of its text");
   cmd.add_option("--max-new-tokens", o.max_new_tokens, "The most tokens to generate")
       ->check(int_in(1, 1 << 20, "tokens to generate"))
       ->capture_default_str();

@@ -31,6 +31,11 @@ CLI::Validator int_in(long long lo, long long hi, const std::string& what);
 // The same for a real number in [lo, hi] (NaN is refused).
 CLI::Validator real_in(double lo, double hi, const std::string& what);
 
+// Adds --seed to `cmd` (every subcommand's --seed is made here), with `help`. It takes a decimal
+// whole number in [0, 2^64-1] and refuses anything else, naming the range: CLI11's own
+// conversion would wrap -1 to 2^64-1 and clamp 2^64 to 2^64-1 without a word.
+CLI::Option* add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help);
+
 // ---- targets ----
 
 struct TargetOptions {
