@@ -109,8 +109,10 @@ class BadInput(unittest.TestCase):
                             "is larger than the context")
 
     def test_prompt_plus_new_tokens_past_the_context(self):
+        # --context 64 is below what the toy target can hold, so raising it is the way out.
         self.assert_refused(["generate", "--model", "toy", "--context", "64",
-                             "--max-new-tokens", "100"], "does not fit the context")
+                             "--max-new-tokens", "100"], "does not fit the context",
+                            "or raise --context")
 
     def test_unknown_drafter(self):
         for cmd in ("generate", "chat", "bench"):
@@ -719,6 +721,37 @@ class RealModel(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("per repeat: cross-core round trip before it, then the k=2 ratio:", p.stdout)
         self.assertEqual(p.stdout.rstrip().splitlines()[-1].count("x"), 3, p.stdout)
+
+    def test_the_context_error_suggests_raising_context_only_below_the_models_limit(self):
+        args = ["generate", "--model", "smollm2", "--threads", "1", "--prompt", "hi"]
+        for extra in ([], ["--context", "8192"]):  # at the model's own limit already
+            rc, _, err = speclab(*args, "--max-new-tokens", "9000", *extra)
+            self.assertEqual(rc, 2, err)
+            self.assertIn("does not fit the context", err)
+            self.assertIn("holds at most 8192 tokens, the model's own limit", err)
+            self.assertNotIn("raise --context", err)
+        rc, _, err = speclab(*args, "--max-new-tokens", "100", "--context", "64")
+        self.assertEqual(rc, 2, err)
+        self.assertIn("holds at most 64 tokens", err)
+        self.assertIn("or raise --context, up to the model's own limit of 8192)", err)
+
+    def test_a_context_above_the_models_limit_is_refused_naming_it(self):
+        # It used to be capped to the model's limit without a word.
+        bench = ["bench", "--workload", "code_edit", "--prompts", "1", "--repeats", "1",
+                 "--max-new-tokens", "4", "--drafter", "prompt-lookup", "--csv", "", "--json", ""]
+        for cmd in (["generate", "--prompt", "hi"],
+                    ["generate", "--prompt", "hi", "--max-new-tokens", "9000"], ["chat"], bench,
+                    [*bench, "--batch", "1"]):
+            rc, out, err = speclab(cmd[0], "--model", "smollm2", "--threads", "1", "--context",
+                                   "16777216", *cmd[1:], stdin=b"hi\n")
+            self.assertEqual(rc, 2, f"{cmd}: {err}")
+            self.assertIn("--context 16777216 is more than the model holds: ", err)
+            self.assertIn("at most 8192 tokens (its llama.context_length); give --context 8192 "
+                          "or less, or 0 for the model's own limit", err)
+            self.assertEqual(out, "")
+        rc, _, err = speclab("generate", "--model", "smollm2", "--threads", "1", "--prompt", "hi",
+                             "--max-new-tokens", "2", "--context", "8192")
+        self.assertEqual(rc, 0, err)
 
     def test_bench_batch_mode_needs_a_real_model(self):
         rc, _, err = speclab("bench", "--model", "toy", "--batch", "2", "--csv", "", "--json", "")

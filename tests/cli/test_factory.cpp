@@ -81,9 +81,32 @@ TEST_SUITE("cli / factory") {
     TargetOptions t;
     t.context = 64;
     const Model m = load_model(t);
-    CHECK_THROWS_WITH_AS(check_fits_context(*m.target, 16, 49),
-                         doctest::Contains("holds at most 64"), UsageError);
-    CHECK_NOTHROW(check_fits_context(*m.target, 16, 48));
+    CHECK_THROWS_WITH_AS(check_fits_context(m, 16, 49), doctest::Contains("holds at most 64"),
+                         UsageError);
+    CHECK_NOTHROW(check_fits_context(m, 16, 48));
+  }
+
+  TEST_CASE("the context error suggests raising --context only below the model's own limit") {
+    TargetOptions t;
+    t.context = 64;
+    const Model below = load_model(t);
+    CHECK(below.context_limit == kMaxContext);
+    const std::string raise =
+        "or raise --context, up to the model's own limit of " + std::to_string(kMaxContext);
+    CHECK_THROWS_WITH_AS(check_fits_context(below, 16, 49), doctest::Contains(raise.c_str()),
+                         UsageError);
+    t.context = kMaxContext;
+    const Model at = load_model(t);
+    try {
+      check_fits_context(at, 16, kMaxContext, "the conversation");
+      FAIL("no error");
+    } catch (const UsageError& e) {
+      const std::string message = e.what();
+      CHECK(message.find("the conversation (16 tokens)") == 0);
+      CHECK(message.find("the model's own limit (shorten the prompt or lower --max-new-tokens)") !=
+            std::string::npos);
+      CHECK(message.find("--context") == std::string::npos);
+    }
   }
 
   TEST_CASE("the toy model loads and a missing or truncated model file is refused") {

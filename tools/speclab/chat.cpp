@@ -69,7 +69,7 @@ void run_chat(ChatOptions o) {
     if (user.empty()) throw UsageError("message " + std::to_string(turn) + " is empty");
     prompt.insert(prompt.end(), user.begin(), user.end());
     if (drafter) check_n_fits(o.drafter, *model.target, prompt.size(), o.decode.max_new_tokens);
-    check_fits_context(*model.target, prompt.size(), o.decode.max_new_tokens,
+    check_fits_context(model, prompt.size(), o.decode.max_new_tokens,
                        "the conversation (turn " + std::to_string(turn) + ")");
 
     std::fputs("assistant> ", stdout);

@@ -135,6 +135,7 @@ Model load_toy(const TargetOptions& o) {
   m.description = target->name() + " on cpu";
   m.target = std::move(target);
   m.is_toy = true;
+  m.context_limit = kMaxContext;
   return m;
 }
 
@@ -155,14 +156,32 @@ std::string resolve_model_path(const std::string& model) {
   return model;
 }
 
+// The most tokens the model in `file` can hold: its llama.context_length (0 when the key is
+// missing or not a positive number; loading the weights then says what is wrong).
+int gguf_context_limit(const GgufFile& file) {
+  const std::int64_t n = file.get_int_or("llama.context_length", 0);
+  return n > 0 && n <= std::numeric_limits<int>::max() ? static_cast<int>(n) : 0;
+}
+
+// Refuses a --context above the model's own limit: the backends would cap it without a word.
+void check_context_option(int context, int limit, const std::string& path) {
+  if (limit <= 0 || context <= limit) return;
+  throw UsageError("--context " + std::to_string(context) + " is more than the model holds: '" +
+                   path + "' holds at most " + std::to_string(limit) +
+                   " tokens (its llama.context_length); give --context " + std::to_string(limit) +
+                   " or less, or 0 for the model's own limit");
+}
+
 Model load_gguf_model(const TargetOptions& o) {
   const std::string path = resolve_model_path(o.model);
   // Parse the file first: a missing, truncated or foreign file is reported as what it is, before
   // any backend tries to use it.
   std::unique_ptr<TextCodec> codec;
+  int limit = 0;
   try {
     const GgufFile file = GgufFile::open(path);
     codec = make_gguf_codec(file);
+    limit = gguf_context_limit(file);
   } catch (const UsageError&) {
     throw;
   } catch (const GgufError& e) {
@@ -171,7 +190,9 @@ Model load_gguf_model(const TargetOptions& o) {
   } catch (const std::runtime_error& e) {
     throw UsageError("--model: cannot read '" + path + "': " + e.what());
   }
+  check_context_option(o.context, limit, path);
   Model m;
+  m.context_limit = limit;
   try {
     if (o.device == "cuda") {
       CudaLlamaOptions co;
@@ -191,6 +212,7 @@ Model load_gguf_model(const TargetOptions& o) {
   }
   m.codec = std::move(codec);
   m.description = m.target->name();  // names the backend and, on the CPU, the threads
+  if (m.context_limit <= 0) m.context_limit = m.target->max_length();
   return m;
 }
 
@@ -210,8 +232,9 @@ void add_target_flags(CLI::App& cmd, TargetOptions& o) {
       ->check(int_in(0, 1024, "CPU threads"))
       ->capture_default_str();
   cmd.add_option("--context", o.context,
-                 "The most tokens the sequence may hold; 0 = the model's own limit")
-      ->check(int_in(0, 1 << 24, "context length in tokens"))
+                 "The most tokens the sequence may hold; 0 = the model's own limit (more is "
+                 "refused)")
+      ->check(int_in(0, kMaxContext, "context length in tokens"))
       ->capture_default_str();
   cmd.add_option("--regime", o.regime, "Toy target only: periodic, markov or random")
       ->check(CLI::IsMember({"periodic", "markov", "random"}))
@@ -245,10 +268,14 @@ std::unique_ptr<BatchTarget> load_batch_model(const TargetOptions& o) {
   if (o.device != "cpu") throw UsageError("--batch runs on --device cpu only (CpuLlamaBatch)");
   const std::string path = resolve_model_path(o.model);
   try {
+    GgufFile file = GgufFile::open(path);
+    check_context_option(o.context, gguf_context_limit(file), path);
     CpuLlamaOptions co;
     co.threads = o.threads;
     co.max_context = o.context;
-    return CpuLlamaBatch::open(path, co);
+    return std::make_unique<CpuLlamaBatch>(std::move(file), co);
+  } catch (const UsageError&) {
+    throw;
   } catch (const GgufError& e) {
     throw UsageError("--model: '" + path +
                      "' is not a usable GGUF model (truncated or corrupt?): " + e.what());
@@ -494,16 +521,23 @@ void check_n_fits(const DrafterOptions& o, const Target& target, std::size_t pro
   }
 }
 
-void check_fits_context(const Target& target, std::size_t prompt_tokens, int max_new_tokens,
+void check_fits_context(const Model& model, std::size_t prompt_tokens, int max_new_tokens,
                         const std::string& what) {
+  const Target& target = *model.target;
   if (prompt_tokens + static_cast<std::size_t>(max_new_tokens) <=
       static_cast<std::size_t>(target.max_length())) {
     return;
   }
+  // Raising --context helps only where --context set the context below the model's own limit.
+  const std::string way_out =
+      target.max_length() < model.context_limit
+          ? " tokens (shorten the prompt, lower --max-new-tokens, or raise --context, up to the "
+            "model's own limit of " +
+                std::to_string(model.context_limit) + ")"
+          : " tokens, the model's own limit (shorten the prompt or lower --max-new-tokens)";
   throw UsageError(what + " (" + std::to_string(prompt_tokens) + " tokens) + --max-new-tokens " +
                    std::to_string(max_new_tokens) + " does not fit the context: " + target.name() +
-                   " holds at most " + std::to_string(target.max_length()) +
-                   " tokens (shorten the prompt, lower --max-new-tokens, or raise --context)");
+                   " holds at most " + std::to_string(target.max_length()) + way_out);
 }
 
 // ---- decoding ----

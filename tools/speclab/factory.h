@@ -38,11 +38,15 @@ CLI::Option* add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string
 
 // ---- targets ----
 
+// The largest --context the CLI takes. The toy target holds whatever --context asks, up to this.
+constexpr int kMaxContext = 1 << 24;
+
 struct TargetOptions {
   std::string model = "toy";   // "toy", "smollm2", or the path of a Llama-family GGUF file
   std::string device = "cpu";  // "cpu" | "cuda"
   int threads = 0;             // CPU worker threads; 0 = every core
-  int context = 0;             // the most tokens a sequence may hold; 0 = the model's own limit
+  int context = 0;  // the most tokens a sequence may hold; 0 = the model's own limit (more than
+                    // that limit is refused: the model was not made for it)
   // The toy target only:
   std::string regime = "periodic";  // periodic | markov | random
   double noise = -1.0;              // -1: the regime's default
@@ -59,6 +63,10 @@ struct Model {
   std::unique_ptr<TextCodec> codec;
   std::string description;  // one line for headers and reports, e.g. "toy(periodic) on cpu"
   bool is_toy = false;
+  // The most tokens the model itself can hold, whatever --context says: a GGUF model's
+  // llama.context_length; for the toy target, kMaxContext. target->max_length() is this, or
+  // less when --context asked for less.
+  int context_limit = 0;
 };
 
 // Adds --model, --device, --threads, --context and the toy target's --regime and --noise to
@@ -66,13 +74,14 @@ struct Model {
 void add_target_flags(CLI::App& cmd, TargetOptions& options);
 
 // Loads the model `options` names. Throws UsageError with a precise message for an unknown
-// model, a missing or unreadable file, --device cuda without a usable GPU (the message carries
-// cuda_unavailable_reason()), and a backend this build lacks.
+// model, a missing or unreadable file, a --context above the model's own limit (naming it),
+// --device cuda without a usable GPU (the message carries cuda_unavailable_reason()), and a
+// backend this build lacks.
 Model load_model(const TargetOptions& options);
 
 // The batched target for `options` (bench --batch): CpuLlamaBatch on the model's GGUF. Throws
 // UsageError for the toy, for --device cuda (no batched CUDA target yet) and for the same file
-// problems as load_model.
+// and --context problems as load_model.
 std::unique_ptr<BatchTarget> load_batch_model(const TargetOptions& options);
 
 // The cached SmolLM2 file: $SPECLAB_MODEL, else SmolLM2-135M-Instruct.Q4_1.gguf in
@@ -138,8 +147,10 @@ void check_n_fits(const DrafterOptions& options, const Target& target, std::size
                   int max_new_tokens);
 
 // Throws UsageError when `what` (prompt_tokens long) plus max_new_tokens would not fit in the
-// target's context: better said before the run than as an overflow half-way through it.
-void check_fits_context(const Target& target, std::size_t prompt_tokens, int max_new_tokens,
+// model's context: better said before the run than as an overflow half-way through it. The
+// message suggests raising --context only when --context set the context below the model's own
+// limit; at that limit it says so.
+void check_fits_context(const Model& model, std::size_t prompt_tokens, int max_new_tokens,
                         const std::string& what = "the prompt");
 
 // ---- decoding ----

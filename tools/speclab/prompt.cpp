@@ -75,7 +75,7 @@ OnePromptRun prepare_one_prompt_run(TargetOptions target, const DrafterOptions& 
   if (run.drafter) {
     check_n_fits(drafter, *run.model.target, run.prompt.size(), decode.max_new_tokens);
   }
-  check_fits_context(*run.model.target, run.prompt.size(), decode.max_new_tokens);
+  check_fits_context(run.model, run.prompt.size(), decode.max_new_tokens);
   run.config = decode_config(decode);
   run.config.stop_tokens = run.model.codec->stop_tokens();
   if (run.drafter) run.verify = make_verify_rule(run.config.sampling);
