@@ -71,6 +71,17 @@ def cuda_plugin_built():
     return (Path(SPECLAB).resolve().parent / "libspeclab_cuda_backend.so").is_file()
 
 
+def warnings_in(err):
+    """The warning lines of a speclab run's stderr."""
+    return [line for line in err.splitlines() if line.startswith("speclab: warning: ")]
+
+
+def warned_flags(err):
+    """The flags that speclab's warnings say have no effect, in order."""
+    return [line.split("speclab: warning: ")[1].split(" has no effect")[0]
+            for line in warnings_in(err)]
+
+
 def shared_libraries_loaded(*args):
     """The shared libraries a speclab run loads, its exit code and stderr (from LD_DEBUG=libs)."""
     rc, _, err = speclab(*args, env={"LD_DEBUG": "libs"})
@@ -334,6 +345,60 @@ class Generate(unittest.TestCase):
         self.assertNotIn(ESC, out)
 
 
+    def test_a_flag_that_has_no_effect_is_named_in_a_warning(self):
+        """A flag that does not apply to the run is no error (scripts keep working), but it gets
+        one line on stderr that names it and says why; it used to be ignored without a word."""
+        def run(*args, cmd="generate"):
+            extra = ["--out", "-"] if cmd == "trace" else []
+            rc, out, err = speclab(cmd, "--model", "toy", "--max-new-tokens", "8", *extra, *args)
+            self.assertEqual(rc, 0, err)
+            return out, err
+
+        _, base = run()
+        self.assertEqual(warnings_in(base), [])
+        # Flags that apply: sa+ngram's n-gram drafter reads --n, --min-context and --pad; auto
+        # reads its inner drafter's options.
+        for args in (["--regime", "markov", "--noise", "0.1", "--context", "4096", "--seed", "3"],
+                     ["--drafter", "sa+ngram", "--n", "4", "--min-context", "2", "--pad",
+                      "--sa-threshold", "3"],
+                     ["--drafter", "auto", "--auto-inner", "nasd", "--filler-top-k", "2", "--n",
+                      "2"],
+                     ["--drafter", "pool", "--pool-private", "--pool-newest", "--pool-keep-one"]):
+            _, err = run(*args)
+            self.assertEqual(warnings_in(err), [], args)
+        # One drafter's options with another drafter: named, and the output is unchanged.
+        out_ngram, _ = run("--drafter", "ngram")
+        out, err = run("--drafter", "ngram", "--pool-private")
+        self.assertEqual(out, out_ngram)
+        self.assertEqual(warnings_in(err), [
+            "speclab: warning: --pool-private has no effect: it is an option of --drafter pool, "
+            "and this run uses ngram"])
+        _, err = run("--drafter", "prompt-lookup", "--min-context", "2", "--pad",
+                     "--filler-top-k", "2", "--pool-private", "--pool-newest", "--pool-keep-one",
+                     "--sa-min-match", "3", "--sa-threshold", "3", "--auto-inner", "ngram")
+        self.assertEqual(warned_flags(err), [
+            "--min-context", "--pad", "--filler-top-k", "--pool-private", "--pool-newest",
+            "--pool-keep-one", "--sa-min-match", "--sa-threshold", "--auto-inner"])
+        self.assertIn("--min-context has no effect: it is an option of --drafter ngram, nasd, "
+                      "sa+ngram, and this run uses prompt-lookup", err)
+        _, err = run("--drafter", "auto", "--auto-inner", "sa", "--n", "4")
+        self.assertEqual(warned_flags(err), ["--n"])
+        self.assertIn("this run uses auto (steering sa)", err)
+        _, err = run("--drafter", "none", "--k", "4")
+        self.assertEqual(warned_flags(err), ["--k"])
+        self.assertIn("--drafter none", err)
+        # The toy target: its prompt is token ids, with no chat template and no threads.
+        out_plain, _ = run("--prompt", "1 2 3")
+        out, err = run("--prompt", "1 2 3", "--system", "4 5", "--raw", "--threads", "2")
+        self.assertEqual(out, out_plain)
+        self.assertEqual(warned_flags(err), ["--system", "--raw", "--threads"])
+        self.assertIn("--system has no effect: the toy target has no chat template", err)
+        # trace's --prompt-len sets the toy target's own prompt, unused when a prompt is given.
+        _, err = run("--prompt-len", "8", cmd="trace")
+        self.assertEqual(warnings_in(err), [])
+        _, err = run("--prompt-len", "8", "--prompt", "1 2 3", cmd="trace")
+        self.assertEqual(warned_flags(err), ["--prompt-len"])
+
     def test_the_cuda_libraries_are_loaded_only_for_device_cuda(self):
         # Loading the CUDA runtime and cuBLAS costs some 70 ms at every start: a command that
         # does not use the GPU must not pay it (mini_engine/targets/cuda/cuda_plugin.h).
@@ -359,6 +424,17 @@ class Chat(unittest.TestCase):
         self.assertIn("[turn 1] 30 tokens", err)
         self.assertIn("[turn 2] 30 tokens", err)
         self.assertIn("chat: 2 turns", err)
+
+    def test_a_flag_that_has_no_effect_is_named_in_a_warning(self):
+        # On the toy target --system applies: its token ids open the conversation.
+        rc, out, err = speclab("chat", "--model", "toy", "--regime", "markov", "--max-new-tokens",
+                               "8", "--system", "1 2", "--drafter", "ngram", "--pool-newest",
+                               stdin=b"3 4\n")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(warned_flags(err), ["--pool-newest"])
+        _, without, _ = speclab("chat", "--model", "toy", "--regime", "markov",
+                                "--max-new-tokens", "8", stdin=b"3 4\n")
+        self.assertNotEqual(out, without, "--system changes the toy target's reply")
 
     def test_a_turn_continues_the_conversation(self):
         # Turn 2's reply continues the whole conversation, so it differs from the reply the same
@@ -499,6 +575,29 @@ class Bench(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("MISMATCH: toy-periodic/len8", err)
         self.assertIn("FAILED", err)
+
+    def test_an_option_that_no_compared_drafter_reads_is_named_in_a_warning(self):
+        base = ["bench", "--model", "toy", "--workload", "toy-periodic", "--prompts", "1",
+                "--repeats", "1", "--max-new-tokens", "8", "--csv", "", "--json", ""]
+        # An option that one of the compared drafters reads applies (every drafter is the
+        # default).
+        for args in (["--drafter", "prompt-lookup,pool", "--pool-private", "--n", "2"],
+                     ["--pool-private", "--min-context", "2", "--noise", "0.1"]):
+            rc, _, err = speclab(*base, *args)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(warnings_in(err), [], args)
+        rc, _, err = speclab(*base, "--drafter", "prompt-lookup,sa", "--pool-private",
+                             "--min-context", "2")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(warned_flags(err), ["--min-context", "--pool-private"])
+        self.assertIn("and this bench compares prompt-lookup, sa", err)
+        rc, _, err = speclab(*base, "--drafter", "sa", "--n", "2,3")
+        self.assertEqual(warned_flags(err), ["--n"])
+        # bench's toy workloads set the regime themselves.
+        rc, _, err = speclab(*base, "--regime", "markov")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(warned_flags(err), ["--regime"])
+        self.assertIn("--workload", err)
 
     def test_progress_bar_with_an_eta_on_a_terminal(self):
         rc, out = speclab_on_tty("bench", "--model", "toy", "--workload", "toy-markov",
@@ -752,6 +851,25 @@ class RealModel(unittest.TestCase):
         rc, _, err = speclab("generate", "--model", "smollm2", "--threads", "1", "--prompt", "hi",
                              "--max-new-tokens", "2", "--context", "8192")
         self.assertEqual(rc, 0, err)
+
+    def test_toy_only_flags_with_a_real_model_are_named_in_a_warning(self):
+        args = ["--model", "smollm2", "--threads", "1", "--prompt", "Say hello to everyone.",
+                "--max-new-tokens", "2"]
+        rc, _, err = speclab("generate", *args, "--regime", "markov", "--noise", "0.1")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(warned_flags(err), ["--regime", "--noise"])
+        self.assertIn("--regime has no effect: it applies to the toy target only (--model toy)",
+                      err)
+        rc, _, err = speclab("trace", *args, "--prompt-len", "8", "--out", "-")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(warned_flags(err), ["--prompt-len"])
+        # A system message goes into the chat template, which --raw leaves out.
+        rc, _, err = speclab("generate", *args, "--system", "Be brief.")
+        self.assertEqual(warnings_in(err), [])
+        rc, _, err = speclab("generate", *args, "--system", "Be brief.", "--raw")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(warned_flags(err), ["--system"])
+        self.assertIn("--raw", warnings_in(err)[0])
 
     def test_bench_batch_mode_needs_a_real_model(self):
         rc, _, err = speclab("bench", "--model", "toy", "--batch", "2", "--csv", "", "--json", "")

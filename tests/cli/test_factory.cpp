@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "factory.h"
 #include "mini_engine/targets/cuda/cuda_llama.h"
@@ -140,6 +141,57 @@ TEST_SUITE("cli / factory") {
       CHECK_THROWS_WITH_AS(load_model(t), doctest::Contains(("--device cuda: " + reason).c_str()),
                            UsageError);
     }
+  }
+
+  TEST_CASE("flags given that have no effect on the run are named, once each, in --help order") {
+    const auto ignored = [](const std::string& args, const FlagContext& run,
+                            const std::string& name = "generate") {
+      CLI::App cmd("test", name);
+      TargetOptions t;
+      DrafterOptions d;
+      std::vector<std::string> drafters;
+      std::vector<int> ns;
+      add_target_flags(cmd, t);
+      if (name == "bench") {
+        add_drafter_flags(cmd, d, &drafters, &ns);
+      } else {
+        add_drafter_flags(cmd, d);
+      }
+      cmd.parse(args, false);
+      return ignored_flags(cmd, run);
+    };
+    const FlagContext real_ngram{.toy = false, .drafters = {"ngram"}};
+    CHECK(ignored("", real_ngram).empty());
+    CHECK(ignored("--min-context 2 --pad --n 4 --threads 2", real_ngram).empty());
+    CHECK(ignored("--pool-private --regime markov --min-context 2", real_ngram) ==
+          std::vector<std::string>{
+              "--regime has no effect: it applies to the toy target only (--model toy)",
+              "--pool-private has no effect: it is an option of --drafter pool, and this run uses "
+              "ngram"});
+    // auto reads its inner drafter's options; bench applies an option one drafter reads.
+    const FlagContext auto_nasd{.toy = true, .drafters = {"auto"}, .auto_inner = "nasd"};
+    CHECK(ignored("--filler-top-k 2 --auto-inner nasd --regime markov", auto_nasd).empty());
+    CHECK(ignored("--sa-min-match 3", auto_nasd) ==
+          std::vector<std::string>{"--sa-min-match has no effect: it is an option of --drafter "
+                                   "sa, and this run uses auto (steering nasd)"});
+    const FlagContext two{.toy = true, .drafters = {"prompt-lookup", "pool"}};
+    CHECK(ignored("--pool-newest --n 2,3", two, "bench").empty());
+    CHECK(ignored("--sa-threshold 2 --regime random", two, "bench") ==
+          std::vector<std::string>{
+              "--regime has no effect: bench's toy workloads set the regime themselves (choose "
+              "them with --workload toy-periodic,toy-markov,toy-random)",
+              "--sa-threshold has no effect: it is an option of --drafter sa+ngram, and this "
+              "bench compares prompt-lookup, pool"});
+    CHECK(ignored("--threads 4", FlagContext{.toy = true, .drafters = {"sa"}}).size() == 1);
+    // An unknown drafter is for make_drafter() to refuse, not for a warning.
+    CHECK(ignored("--pad", FlagContext{.drafters = {"magic"}}).empty());
+  }
+
+  TEST_CASE("each drafter option's help names the drafters that read it") {
+    CHECK(drafters_reading("--min-context") == "ngram, nasd, sa+ngram");
+    CHECK(drafters_reading("--n") == "prompt-lookup, ngram, nasd, pool, sa+ngram");
+    CHECK(drafters_reading("--auto-inner") == "auto");
+    CHECK(drafters_reading("--bogus").empty());
   }
 
   TEST_CASE("greedy decoding gets the greedy verify rule") {

@@ -54,7 +54,8 @@ struct BenchOptions {
 
 constexpr const char* kToyPrefix = "toy-";
 
-std::vector<BenchCase> make_cases(const BenchOptions& o) {
+// The drafters to compare: --drafter's list, or every one in this build for 'all' (the default).
+std::vector<std::string> compared_drafters(const BenchOptions& o) {
   std::vector<std::string> names = o.drafters;
   if (names.empty() || (names.size() == 1 && names[0] == "all")) {
     names.clear();
@@ -62,14 +63,19 @@ std::vector<BenchCase> make_cases(const BenchOptions& o) {
       if (d != "none") names.push_back(d);
     }
   }
+  return names;
+}
+
+std::vector<BenchCase> make_cases(const BenchOptions& o) {
   std::vector<BenchCase> cases;
-  for (const std::string& name : names) {
+  for (const std::string& name : compared_drafters(o)) {
     const DrafterInfo& info = drafter_info(name);  // throws for an unknown name
     if (name == "none") {
       throw UsageError("--drafter none: plain decoding is the baseline of every case already");
     }
     if (!info.available) (void)make_drafter(DrafterOptions{.drafter = name}, 1);  // says why
-    const bool uses_n = name == "auto" ? drafter_info(o.drafter.auto_inner).uses_n : info.uses_n;
+    const bool uses_n =
+        name == "auto" ? drafter_info(o.drafter.auto_inner).uses_n() : info.uses_n();
     for (int k : o.ks) {
       for (int n : uses_n ? o.ns : std::vector<int>{0}) {
         BenchCase c;
@@ -403,7 +409,10 @@ void add_bench(CLI::App& app) {
   cmd->add_flag("--corrupt-verify-for-testing", o->corrupt_verify,
                 "Break the verify rule on purpose, to check that the bench catches it")
       ->group("");  // hidden
-  cmd->callback([o]() {
+  cmd->callback([o, cmd]() {
+    warn_ignored_flags(*cmd, {.toy = o->target.model == "toy",
+                              .drafters = compared_drafters(*o),
+                              .auto_inner = o->drafter.auto_inner});
     const int rc = run_bench(*o);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

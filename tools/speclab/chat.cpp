@@ -117,7 +117,12 @@ void add_chat(CLI::App& app) {
   add_drafter_flags(*cmd, o->drafter);
   add_decode_flags(*cmd, o->decode);
   cmd->add_flag("--no-color", o->no_color, "Plain text even on a terminal");
-  cmd->callback([o]() { run_chat(*o); });
+  cmd->callback([o, cmd]() {
+    warn_ignored_flags(*cmd, {.toy = o->target.model == "toy",
+                              .drafters = {o->drafter.drafter},
+                              .auto_inner = o->drafter.auto_inner});
+    run_chat(*o);
+  });
 }
 
 }  // namespace speclab::cli

@@ -332,24 +332,60 @@ std::optional<std::string> fetch_smollm2(std::string* why) {
 // ---- drafters ----
 
 const std::vector<DrafterInfo>& drafter_catalog() {
+  // The options each reads are those make_lab_drafter() passes on to it.
   static const std::vector<DrafterInfo> catalog = {
-      {"none", "plain decoding: no drafts, one target run per token", "", false, true},
-      {"prompt-lookup", "copy what followed the last earlier match of the final n tokens", "lab01",
-       true, true},
-      {"ngram", "n-gram counts with back-off, learned from the text so far", "lab02", true, true},
-      {"nasd", "n-gram storage that also learns the target's top-k tokens (NASD)", "lab03", true,
-       true},
-      {"pool", "TensorRT-LLM-style n-gram pool; the public pool persists across requests", "lab04",
-       true, true},
-      {"sa", "suffix automaton: the longest earlier match, however long", "lab05", false, true},
-      {"sa+ngram", "n-gram drafter, overridden by the suffix automaton on long matches", "lab05",
-       true, true},
-      {"auto", "a policy that speculates only when measured acceptance pays for it", "lab06", true,
-       true},
+      {"none", "plain decoding: no drafts, one target run per token", "", true},
+      {"prompt-lookup",
+       "copy what followed the last earlier match of the final n tokens",
+       "lab01",
+       true,
+       {"--n"}},
+      {"ngram",
+       "n-gram counts with back-off, learned from the text so far",
+       "lab02",
+       true,
+       {"--n", "--min-context", "--pad"}},
+      {"nasd",
+       "n-gram storage that also learns the target's top-k tokens (NASD)",
+       "lab03",
+       true,
+       {"--n", "--min-context", "--pad", "--filler-top-k"}},
+      {"pool",
+       "TensorRT-LLM-style n-gram pool; the public pool persists across requests",
+       "lab04",
+       true,
+       {"--n", "--pool-private", "--pool-newest", "--pool-keep-one"}},
+      {"sa",
+       "suffix automaton: the longest earlier match, however long",
+       "lab05",
+       true,
+       {"--sa-min-match"}},
+      {"sa+ngram",
+       "n-gram drafter, overridden by the suffix automaton on long matches",
+       "lab05",
+       true,
+       {"--n", "--min-context", "--pad", "--sa-threshold"}},
+      {"auto",
+       "a policy that speculates only when measured acceptance pays for it",
+       "lab06",
+       true,
+       {"--auto-inner"}},
       {"mine", "your lab 07 drafter: make_my_drafter(), labs 01-05 composed for a chat model",
-       "lab07", false, true},
+       "lab07", true},
   };
   return catalog;
+}
+
+bool DrafterInfo::reads(const std::string& flag) const {
+  return std::find(options.begin(), options.end(), flag) != options.end();
+}
+
+std::string drafters_reading(const std::string& flag) {
+  std::vector<std::string> names;
+  for (const DrafterInfo& d : drafter_catalog()) {
+    if (d.reads(flag)) names.push_back(d.name);
+  }
+  return join(names, ", ");
 }
 
 const DrafterInfo& drafter_info(const std::string& name) {
@@ -382,8 +418,8 @@ void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string
     if (!d.available) help += " (not in this build yet)";
   }
   const std::string n_help =
-      "n-gram size: prompt-lookup matches the last n tokens; ngram/nasd use n-grams up to n; "
-      "pool keys are up to n tokens";
+      "n-gram size: prompt-lookup matches the last n tokens; ngram/nasd/sa+ngram use n-grams up "
+      "to n; pool keys are up to n tokens (auto: as the drafter it steers)";
   if (drafter_list) {
     cmd.add_option("--drafter", *drafter_list, help)->delimiter(',');
   } else {
@@ -399,37 +435,48 @@ void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string
         ->check(int_in(1, 1 << 20, "n-gram size"))
         ->capture_default_str();
   }
+  // Each option's help starts with the drafters that read it (the catalog's list; auto passes
+  // them on to the drafter it steers).
+  const auto owned = [](const std::string& flag, const std::string& what) {
+    return drafters_reading(flag) + ": " + what;
+  };
   auto* g = "Drafter options";
-  cmd.add_option("--min-context", o.min_context, "ngram, nasd: the shortest context backed off to")
+  cmd.add_option("--min-context", o.min_context,
+                 owned("--min-context", "the shortest context backed off to"))
       ->check(int_in(1, 1 << 20, "back-off floor"))
       ->capture_default_str()
       ->group(g);
-  cmd.add_flag("--pad", o.pad, "ngram, nasd: pad a miss and keep drafting instead of stopping")
+  cmd.add_flag("--pad", o.pad, owned("--pad", "pad a miss and keep drafting instead of stopping"))
       ->group(g);
   cmd.add_option("--filler-top-k", o.filler_top_k,
-                 "nasd: after each round also learn the target's top-k tokens (1 = only the "
-                 "emitted ones)")
+                 owned("--filler-top-k",
+                       "after each round also learn the target's top-k tokens (1 = only the "
+                       "emitted ones)"))
       ->check(int_in(1, 64, "tokens learned per position"))
       ->capture_default_str()
       ->group(g);
   cmd.add_flag("--pool-private", o.pool_private,
-               "pool: a private pool per request instead of the public one")
+               owned("--pool-private", "a private pool per request instead of the public one"))
       ->group(g);
-  cmd.add_flag("--pool-newest", o.pool_newest, "pool: propose the newest value, not the oldest")
+  cmd.add_flag("--pool-newest", o.pool_newest,
+               owned("--pool-newest", "propose the newest value, not the oldest"))
       ->group(g);
-  cmd.add_flag("--pool-keep-one", o.pool_keep_one, "pool: keep only the longest value per key")
+  cmd.add_flag("--pool-keep-one", o.pool_keep_one,
+               owned("--pool-keep-one", "keep only the longest value per key"))
       ->group(g);
   cmd.add_option("--sa-min-match", o.sa_min_match,
-                 "sa: the shortest earlier match the automaton proposes from")
+                 owned("--sa-min-match", "the shortest earlier match the automaton proposes from"))
       ->check(int_in(1, 1 << 20, "match length"))
       ->capture_default_str()
       ->group(g);
   cmd.add_option("--sa-threshold", o.sa_threshold,
-                 "sa+ngram: the shortest suffix-automaton match trusted over the n-gram drafter")
+                 owned("--sa-threshold",
+                       "the shortest suffix-automaton match trusted over the n-gram drafter"))
       ->check(int_in(1, 1 << 20, "match length"))
       ->capture_default_str()
       ->group(g);
-  cmd.add_option("--auto-inner", o.auto_inner, "auto: the drafter the policy steers")
+  cmd.add_option("--auto-inner", o.auto_inner,
+                 owned("--auto-inner", "the drafter the policy steers"))
       ->capture_default_str()
       ->group(g);
 }
@@ -509,7 +556,7 @@ std::unique_ptr<Drafter> make_drafter(const DrafterOptions& o, int k) {
 void check_n_fits(const DrafterOptions& o, const Target& target, std::size_t prompt_tokens,
                   int max_new_tokens) {
   const std::string& name = o.drafter == "auto" ? o.auto_inner : o.drafter;
-  if (!drafter_info(name).uses_n) return;
+  if (!drafter_info(name).uses_n()) return;
   const long long longest = std::min<long long>(
       target.max_length(), static_cast<long long>(prompt_tokens) + max_new_tokens);
   if (o.n >= longest) {
@@ -538,6 +585,96 @@ void check_fits_context(const Model& model, std::size_t prompt_tokens, int max_n
   throw UsageError(what + " (" + std::to_string(prompt_tokens) + " tokens) + --max-new-tokens " +
                    std::to_string(max_new_tokens) + " does not fit the context: " + target.name() +
                    " holds at most " + std::to_string(target.max_length()) + way_out);
+}
+
+// ---- flags that do not apply ----
+
+namespace {
+
+const DrafterInfo* find_drafter(const std::string& name) {
+  for (const DrafterInfo& d : drafter_catalog()) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+// Why `flag`, given on `cmd`'s command line, has no effect on `run`; empty when it has one.
+std::string why_ignored(const CLI::App& cmd, const std::string& flag, const FlagContext& run) {
+  const std::string toy_only = "it applies to the toy target only (--model toy)";
+  if (flag == "--regime" || flag == "--noise") {
+    if (!run.toy) return toy_only;
+    if (flag == "--regime" && cmd.get_name() == "bench") {
+      return "bench's toy workloads set the regime themselves (choose them with --workload "
+             "toy-periodic,toy-markov,toy-random)";
+    }
+    return {};
+  }
+  if (flag == "--threads") {
+    return run.toy ? "the toy target runs no worker threads (they are for a real model)" : "";
+  }
+  if (flag == "--prompt-len") {
+    if (!run.toy) return toy_only;
+    return run.prompt_given ? "it sets the length of the toy target's own prompt, and --prompt "
+                              "or --prompt-file gives the prompt"
+                            : "";
+  }
+  // --system and --raw of generate and trace (chat's --system also opens a toy conversation).
+  if (cmd.get_option_no_throw("--raw") != nullptr) {
+    if (flag == "--system" && run.toy) {
+      return "the toy target has no chat template (its prompt is the token ids of --prompt "
+             "alone)";
+    }
+    if (flag == "--system" && run.raw) {
+      return "--raw leaves out the chat template, which is what holds the system message";
+    }
+    if (flag == "--raw" && run.toy) return "the toy target has no chat template to leave out";
+  }
+  if (flag == "--k") {
+    for (const std::string& d : run.drafters) {
+      if (d != "none") return {};
+    }
+    return "--drafter none decodes plainly, with no drafts";
+  }
+  // A drafter's own option: it applies when one of the run's drafters (or the drafter auto
+  // steers) reads it. An unknown name is left to make_drafter(), which refuses it.
+  const std::string owners = drafters_reading(flag);
+  if (owners.empty()) return {};
+  std::vector<std::string> used;
+  for (const std::string& name : run.drafters) {
+    const DrafterInfo* d = find_drafter(name);
+    if (d == nullptr) return {};
+    if (d->reads(flag)) return {};
+    if (name == "auto") {
+      const DrafterInfo* inner = find_drafter(run.auto_inner);
+      if (inner == nullptr) return {};
+      if (inner->reads(flag)) return {};
+      used.push_back("auto (steering " + run.auto_inner + ")");
+    } else {
+      used.push_back(name);
+    }
+  }
+  return "it is an option of --drafter " + owners + ", and this " +
+         (cmd.get_name() == "bench" ? "bench compares " : "run uses ") + join(used, ", ");
+}
+
+}  // namespace
+
+std::vector<std::string> ignored_flags(const CLI::App& cmd, const FlagContext& run) {
+  std::vector<std::string> lines;
+  for (const CLI::Option* option : cmd.get_options()) {
+    const std::string flag = option->get_name();  // "--k"; empty for a hidden option
+    if (flag.empty() || option->count() == 0) continue;
+    const std::string why = why_ignored(cmd, flag, run);
+    if (!why.empty()) lines.push_back(flag + " has no effect: " + why);
+  }
+  return lines;
+}
+
+void warn_ignored_flags(const CLI::App& cmd, const FlagContext& run) {
+  for (const std::string& line : ignored_flags(cmd, run)) {
+    std::fprintf(stderr, "speclab: warning: %s\n", line.c_str());
+  }
+  std::fflush(stderr);
 }
 
 // ---- decoding ----

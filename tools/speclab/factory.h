@@ -118,8 +118,14 @@ struct DrafterInfo {
   std::string name;
   std::string summary;     // one line for --help
   std::string lab;         // the lab that implements it ("" for none and auto)
-  bool uses_n = false;     // whether --n changes it (bench sweeps --n only for these)
   bool available = false;  // false: its lab is not in this build yet
+  // The drafter options it reads ("--n", "--min-context", ...); auto reads "--auto-inner", and
+  // its inner drafter's options.
+  std::vector<std::string> options = {};
+
+  bool reads(const std::string& flag) const;
+  // Whether --n changes it (bench sweeps --n only for these).
+  bool uses_n() const { return reads("--n"); }
 };
 
 // Every --drafter value, in the order --help lists them.
@@ -128,6 +134,9 @@ const std::vector<DrafterInfo>& drafter_catalog();
 const DrafterInfo& drafter_info(const std::string& name);
 // The names that can be built in this binary, "none" included.
 std::vector<std::string> available_drafters();
+
+// The drafters whose DrafterInfo::options hold `flag`, comma-separated ("ngram, nasd, sa+ngram").
+std::string drafters_reading(const std::string& flag);
 
 // Adds --drafter, --n and each drafter's own options to `cmd`. With `drafter_list` and
 // `n_list` (bench), --drafter and --n take comma-separated lists into those instead.
@@ -152,6 +161,30 @@ void check_n_fits(const DrafterOptions& options, const Target& target, std::size
 // limit; at that limit it says so.
 void check_fits_context(const Model& model, std::size_t prompt_tokens, int max_new_tokens,
                         const std::string& what = "the prompt");
+
+// ---- flags that do not apply ----
+
+// What one run uses, to tell which of the flags given have no effect on it.
+struct FlagContext {
+  bool toy = false;                        // --model toy
+  std::vector<std::string> drafters = {};  // the drafters it builds; bench: all it compares
+  std::string auto_inner = {};             // the drafter auto steers, when auto is among them
+  bool prompt_given = false;               // generate, trace: --prompt or --prompt-file
+  bool raw = false;                        // generate, trace: --raw
+};
+
+// The flags given on `cmd`'s command line (Option::count() after parsing) that have no effect on
+// the run `run` describes, one line each, in --help order: "--pool-private has no effect: it is
+// an option of --drafter pool, and this run uses ngram". They are the toy target's flags with a
+// real model (and --regime in bench, whose toy workloads set it), --threads on the toy target,
+// trace's --prompt-len with a prompt given, --system and --raw where there is no chat template
+// (the toy target; --system with --raw), --k with --drafter none, and an option of a drafter that
+// the run does not use (in bench: that none of the compared drafters reads).
+std::vector<std::string> ignored_flags(const CLI::App& cmd, const FlagContext& run);
+
+// Prints ignored_flags() to stderr, each as "speclab: warning: ...". A warning, not an error, so
+// that scripts keep working. Each subcommand calls it once, after parsing, before its run.
+void warn_ignored_flags(const CLI::App& cmd, const FlagContext& run);
 
 // ---- decoding ----
 

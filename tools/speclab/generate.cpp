@@ -58,7 +58,10 @@ void add_generate(CLI::App& app) {
   add_drafter_flags(*cmd, o->drafter);
   add_decode_flags(*cmd, o->decode);
   cmd->add_flag("--no-color", o->no_color, "Plain text even on a terminal");
-  cmd->callback([o]() { run_generate(*o); });
+  cmd->callback([o, cmd]() {
+    warn_ignored_flags(*cmd, one_prompt_flag_context(o->target, o->drafter, o->prompt));
+    run_generate(*o);
+  });
 }
 
 }  // namespace speclab::cli

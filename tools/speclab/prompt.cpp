@@ -33,7 +33,8 @@ void add_prompt_flags(CLI::App& cmd, PromptOptions& o) {
   auto* f = cmd.add_option("--prompt-file", o.prompt_file,
                            "Read the prompt from a file ('-' = standard input)");
   p->excludes(f);
-  cmd.add_option("--system", o.system, "A system message (real models, chat template)");
+  cmd.add_option("--system", o.system,
+                 "A system message (real models, in the chat template: not with --raw)");
   cmd.add_flag("--raw", o.raw, "Do not wrap the prompt in the model's chat template");
   o.prompt_flag = p;
   o.file_flag = f;
@@ -60,6 +61,15 @@ std::vector<Token> resolve_prompt(const PromptOptions& o, const Model& model) {
   }
   if (tokens.empty()) throw UsageError("the prompt is empty: it encodes to no tokens");
   return tokens;
+}
+
+FlagContext one_prompt_flag_context(const TargetOptions& target, const DrafterOptions& drafter,
+                                    const PromptOptions& prompt) {
+  return {.toy = target.model == "toy",
+          .drafters = {drafter.drafter},
+          .auto_inner = drafter.auto_inner,
+          .prompt_given = prompt.given(),
+          .raw = prompt.raw};
 }
 
 OnePromptRun prepare_one_prompt_run(TargetOptions target, const DrafterOptions& drafter,

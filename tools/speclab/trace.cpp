@@ -73,7 +73,10 @@ void add_trace(CLI::App& app) {
   cmd->add_option("--out", o->out,
                   "Output file (JSON Lines; its folder is created), or - for standard output")
       ->required();
-  cmd->callback([o]() { run_trace(*o); });
+  cmd->callback([o, cmd]() {
+    warn_ignored_flags(*cmd, one_prompt_flag_context(o->target, o->drafter, o->prompt));
+    run_trace(*o);
+  });
 }
 
 }  // namespace speclab::cli
