@@ -674,6 +674,20 @@ class Demo(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("--model smollm2: tools/fetch_model", err)
 
+    def test_demo_names_a_flag_that_has_no_effect(self):
+        missing = {"SPECLAB_MODEL": "/nonexistent/SmolLM2.gguf"}
+        rc, _, err = speclab("demo", "--model", "toy", "--threads", "2", "--max-new-tokens", "16",
+                             env=missing)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(warned_flags(err), ["--threads"])
+        rc, _, err = speclab("demo", "--model", "toy", "--seed", "3", "--max-new-tokens", "16",
+                             env=missing)
+        self.assertEqual(warnings_in(err), [])
+        # --model auto shows SmolLM2 and the toy table when it can: every flag may apply.
+        rc, _, err = speclab("demo", "--threads", "2", "--seed", "3", "--max-new-tokens", "16",
+                             env=missing)
+        self.assertEqual(warnings_in(err), [])
+
 
 @unittest.skipIf(smollm2_path() is None, "SmolLM2 is not cached (tools/fetch_model)")
 class RealModel(unittest.TestCase):
@@ -870,6 +884,13 @@ class RealModel(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(warned_flags(err), ["--system"])
         self.assertIn("--raw", warnings_in(err)[0])
+        # A seed seeds sampling (and the toy target's text): greedy SmolLM2 draws nothing.
+        rc, _, err = speclab("generate", *args, "--seed", "7")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(warned_flags(err), ["--seed"])
+        self.assertIn("decode greedily", err)
+        rc, _, err = speclab("generate", *args, "--seed", "7", "--temperature", "0.8")
+        self.assertEqual(warnings_in(err), [])
 
     def test_bench_batch_mode_needs_a_real_model(self):
         rc, _, err = speclab("bench", "--model", "toy", "--batch", "2", "--csv", "", "--json", "")

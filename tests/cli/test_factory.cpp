@@ -152,6 +152,8 @@ TEST_SUITE("cli / factory") {
       std::vector<std::string> drafters;
       std::vector<int> ns;
       add_target_flags(cmd, t);
+      std::uint64_t seed = 0;
+      if (name == "seeded") add_seed_flag(cmd, seed, "a seed");
       if (name == "bench") {
         add_drafter_flags(cmd, d, &drafters, &ns);
       } else {
@@ -183,6 +185,12 @@ TEST_SUITE("cli / factory") {
               "--sa-threshold has no effect: it is an option of --drafter sa+ngram, and this "
               "bench compares prompt-lookup, pool"});
     CHECK(ignored("--threads 4", FlagContext{.toy = true, .drafters = {"sa"}}).size() == 1);
+    // --seed: it seeds sampling and the toy target's text, so it is idle only when neither runs.
+    CHECK(ignored("--seed 7", FlagContext{.drafters = {"sa"}, .seed_unused = true}, "seeded") ==
+          std::vector<std::string>{
+              "--seed has no effect: the runs decode greedily (--temperature 0) and none is on "
+              "the toy target, whose text it seeds"});
+    CHECK(ignored("--seed 7", FlagContext{.drafters = {"sa"}}, "seeded").empty());
     // An unknown drafter is for make_drafter() to refuse, not for a warning.
     CHECK(ignored("--pad", FlagContext{.drafters = {"magic"}}).empty());
   }

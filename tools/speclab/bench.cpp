@@ -412,7 +412,8 @@ void add_bench(CLI::App& app) {
   cmd->callback([o, cmd]() {
     warn_ignored_flags(*cmd, {.toy = o->target.model == "toy",
                               .drafters = compared_drafters(*o),
-                              .auto_inner = o->drafter.auto_inner});
+                              .auto_inner = o->drafter.auto_inner,
+                              .seed_unused = o->target.model != "toy" && o->temperature == 0.0});
     const int rc = run_bench(*o);
     if (rc != 0) throw CLI::RuntimeError(rc);
   });

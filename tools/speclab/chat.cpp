@@ -118,9 +118,11 @@ void add_chat(CLI::App& app) {
   add_decode_flags(*cmd, o->decode);
   cmd->add_flag("--no-color", o->no_color, "Plain text even on a terminal");
   cmd->callback([o, cmd]() {
-    warn_ignored_flags(*cmd, {.toy = o->target.model == "toy",
-                              .drafters = {o->drafter.drafter},
-                              .auto_inner = o->drafter.auto_inner});
+    warn_ignored_flags(*cmd,
+                       {.toy = o->target.model == "toy",
+                        .drafters = {o->drafter.drafter},
+                        .auto_inner = o->drafter.auto_inner,
+                        .seed_unused = o->target.model != "toy" && o->decode.temperature == 0.0});
     run_chat(*o);
   });
 }

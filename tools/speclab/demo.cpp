@@ -235,7 +235,13 @@ void add_demo(CLI::App& app) {
       ->capture_default_str();
   add_seed_flag(*cmd, o->seed, "Toy target seed");
   cmd->add_flag("--no-color", o->no_color, "Plain text even on a terminal");
-  cmd->callback([o]() { run_demo(*o); });
+  cmd->callback([o, cmd]() {
+    // --model auto runs SmolLM2 and the toy target when it can, so every flag applies.
+    warn_ignored_flags(*cmd, {.toy = o->model == "toy",
+                              .drafters = {"prompt-lookup"},
+                              .seed_unused = o->model == "smollm2"});
+    run_demo(*o);
+  });
 }
 
 }  // namespace speclab::cli

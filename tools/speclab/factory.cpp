@@ -629,6 +629,10 @@ std::string why_ignored(const CLI::App& cmd, const std::string& flag, const Flag
     }
     if (flag == "--raw" && run.toy) return "the toy target has no chat template to leave out";
   }
+  if (flag == "--seed" && run.seed_unused) {
+    return "the runs decode greedily (--temperature 0) and none is on the toy target, whose text "
+           "it seeds";
+  }
   if (flag == "--k") {
     for (const std::string& d : run.drafters) {
       if (d != "none") return {};

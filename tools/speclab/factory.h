@@ -171,6 +171,8 @@ struct FlagContext {
   std::string auto_inner = {};             // the drafter auto steers, when auto is among them
   bool prompt_given = false;               // generate, trace: --prompt or --prompt-file
   bool raw = false;                        // generate, trace: --raw
+  bool seed_unused = false;  // --seed seeds nothing: every run is greedy and none is on the toy
+                             // target (whose text it also seeds)
 };
 
 // The flags given on `cmd`'s command line (Option::count() after parsing) that have no effect on
@@ -178,8 +180,9 @@ struct FlagContext {
 // an option of --drafter pool, and this run uses ngram". They are the toy target's flags with a
 // real model (and --regime in bench, whose toy workloads set it), --threads on the toy target,
 // trace's --prompt-len with a prompt given, --system and --raw where there is no chat template
-// (the toy target; --system with --raw), --k with --drafter none, and an option of a drafter that
-// the run does not use (in bench: that none of the compared drafters reads).
+// (the toy target; --system with --raw), --k with --drafter none, --seed where it seeds nothing
+// (run.seed_unused), and an option of a drafter that the run does not use (in bench: that none of
+// the compared drafters reads).
 std::vector<std::string> ignored_flags(const CLI::App& cmd, const FlagContext& run);
 
 // Prints ignored_flags() to stderr, each as "speclab: warning: ...". A warning, not an error, so

@@ -59,7 +59,7 @@ void add_generate(CLI::App& app) {
   add_decode_flags(*cmd, o->decode);
   cmd->add_flag("--no-color", o->no_color, "Plain text even on a terminal");
   cmd->callback([o, cmd]() {
-    warn_ignored_flags(*cmd, one_prompt_flag_context(o->target, o->drafter, o->prompt));
+    warn_ignored_flags(*cmd, one_prompt_flag_context(o->target, o->drafter, o->prompt, o->decode));
     run_generate(*o);
   });
 }

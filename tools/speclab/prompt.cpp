@@ -64,12 +64,13 @@ std::vector<Token> resolve_prompt(const PromptOptions& o, const Model& model) {
 }
 
 FlagContext one_prompt_flag_context(const TargetOptions& target, const DrafterOptions& drafter,
-                                    const PromptOptions& prompt) {
+                                    const PromptOptions& prompt, const DecodeOptions& decode) {
   return {.toy = target.model == "toy",
           .drafters = {drafter.drafter},
           .auto_inner = drafter.auto_inner,
           .prompt_given = prompt.given(),
-          .raw = prompt.raw};
+          .raw = prompt.raw,
+          .seed_unused = target.model != "toy" && decode.temperature == 0.0};
 }
 
 OnePromptRun prepare_one_prompt_run(TargetOptions target, const DrafterOptions& drafter,

@@ -40,7 +40,7 @@ std::vector<Token> resolve_prompt(const PromptOptions& options, const Model& mod
 
 // What a one-prompt run uses, for warn_ignored_flags() (factory.h).
 FlagContext one_prompt_flag_context(const TargetOptions& target, const DrafterOptions& drafter,
-                                    const PromptOptions& prompt);
+                                    const PromptOptions& prompt, const DecodeOptions& decode);
 
 // Everything one prompt's decode needs, built from the flags. `drafter` is null for
 // --drafter none; `verify` is then empty. `config` carries the model's stop tokens.

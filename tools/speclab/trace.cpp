@@ -74,7 +74,7 @@ void add_trace(CLI::App& app) {
                   "Output file (JSON Lines; its folder is created), or - for standard output")
       ->required();
   cmd->callback([o, cmd]() {
-    warn_ignored_flags(*cmd, one_prompt_flag_context(o->target, o->drafter, o->prompt));
+    warn_ignored_flags(*cmd, one_prompt_flag_context(o->target, o->drafter, o->prompt, o->decode));
     run_trace(*o);
   });
 }
