@@ -126,6 +126,23 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
     CHECK(s.next_token(V{3}) == Prediction{7, true, 1});
   }
 
+  TEST_CASE("the emitted token is recorded before the row's top-k and wins their tie") {
+    // Sampled decoding can emit a token the target does not rate highest: here the correction
+    // is 10, third in row 1. With filler_top_k 2, the text '7' then gets 10 (emitted), 8 and 9
+    // (row 1's top 2) once each. The storage gives a tie to the token that reached the count
+    // first, so the order of the two records decides the prediction: the text's own token.
+    HandRound h;
+    h.context = {1, 2, 3, 7, 10};
+    h.round.emitted = {7, 10};
+    OneLevelNGramStorage s(2);
+    record_round(s, h.context, h.round, 2);
+    CHECK(s.count(V{7}, 10) == 1);
+    CHECK(s.count(V{7}, 8) == 1);
+    CHECK(s.count(V{7}, 9) == 1);
+    INFO("record emitted[i] first, then top_k_tokens(row i): the header's steps 1 and 2");
+    CHECK(s.next_token(V{7}) == Prediction{10, true, 1});
+  }
+
   TEST_CASE("rows after the first rejected draft are never learned from") {
     HandRound h;
     OneLevelNGramStorage s(2);
@@ -158,6 +175,13 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
     RoundRecord no_logits = h.round;
     no_logits.logits = nullptr;
     CHECK_THROWS_AS(record_round(s, h.context, no_logits, 2), std::invalid_argument);
+    INFO("the rows are required whatever filler_top_k is, even when filler_top_k 1 reads none");
+    CHECK_THROWS_AS(record_round(s, h.context, no_logits, 1), std::invalid_argument);
+    INFO("one row for two emitted tokens: rejected up front, before row 0 is recorded");
+    const Logits one_row = scored_rows({{{7, 4.0f}, {5, 3.0f}}});
+    RoundRecord short_logits = h.round;
+    short_logits.logits = &one_row;
+    CHECK_THROWS_AS(record_round(s, h.context, short_logits, 2), std::invalid_argument);
     CHECK(s.size() == 0);
   }
 
