@@ -68,8 +68,26 @@ TEST_SUITE("lab04 / Public and private pools") {
     CHECK(manager.pool(a).stats().pair_updates == after_scan);
     manager.update(a, V{1, 2, 3, 4});
     CHECK(manager.pool(a).values(V{3}) == Values{{4}});
+    INFO("token 4 is seen now: the same context again feeds nothing, one more token one update");
+    const auto after_4 = manager.pool(a).stats().pair_updates;
+    manager.update(a, V{1, 2, 3, 4});
+    CHECK(manager.pool(a).stats().pair_updates == after_4);
+    NGramPool alone(pool_config(false));  // what one NGramPool::update of token 5 costs
+    alone.update(V{1, 2, 3, 4, 5});
+    manager.update(a, V{1, 2, 3, 4, 5});
+    CHECK(manager.pool(a).stats().pair_updates == after_4 + alone.stats().pair_updates);
     CHECK_THROWS_AS(manager.update(a, V{1, 2}), std::invalid_argument);
     CHECK_THROWS_AS(manager.update(a + 100, V{1, 2}), std::invalid_argument);
+  }
+
+  TEST_CASE("propose feeds the new tokens to the pool before it looks up") {
+    // The prompt 5 alone holds no pair. propose with the context 5 7 5 must first feed 7 and 5:
+    // then the key '5' holds the value 7 5, and that is what comes back.
+    NGramPoolManager manager(pool_config(false));
+    const RequestId a = manager.add_request(V{5});
+    CHECK(manager.pool(a).num_keys() == 0);
+    CHECK(manager.propose(a, V{5, 7, 5}, 4) == V{7, 5});
+    CHECK(manager.pool(a).values(V{5}) == Values{{7, 5}});
   }
 
   TEST_CASE("the pool drafter is lossless on the toy target") {
