@@ -85,6 +85,8 @@ TEST_SUITE("lab05 / The automaton as an enhancer") {
     FixedDrafter inner;
     CHECK_THROWS_AS(enhanced_propose(sa, inner, V{1, 1}, 3, 0), std::invalid_argument);
     CHECK_THROWS_AS(enhanced_propose(sa, inner, V{1, 1}, 0, 2), std::invalid_argument);
+    INFO("'1' repeats, a match of 1: with threshold 1 the automaton would win, k = 0 still throws");
+    CHECK_THROWS_AS(enhanced_propose(sa, inner, V{1, 1}, 0, 1), std::invalid_argument);
   }
 
   TEST_CASE("the enhanced prompt-lookup drafter is lossless on the toy target") {

@@ -81,6 +81,8 @@ TEST_SUITE("lab05 / Proposing from the match") {
     CHECK(sa.propose(0, 1) == V{});
     CHECK_THROWS_AS(sa.propose(-1, 1), std::invalid_argument);
     CHECK_THROWS_AS(sa.propose(2, 0), std::invalid_argument);
+    INFO("the arguments are checked before the k = 0 shortcut");
+    CHECK_THROWS_AS(sa.propose(0, 0), std::invalid_argument);
   }
 }
 
