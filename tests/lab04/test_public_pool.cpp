@@ -2,6 +2,7 @@
 // Chapter: book/lab04_ngram_pool.md
 #include <doctest/doctest.h>
 
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -78,6 +79,23 @@ TEST_SUITE("lab04 / Public and private pools") {
     CHECK(manager.pool(a).stats().pair_updates == after_4 + alone.stats().pair_updates);
     CHECK_THROWS_AS(manager.update(a, V{1, 2}), std::invalid_argument);
     CHECK_THROWS_AS(manager.update(a + 100, V{1, 2}), std::invalid_argument);
+  }
+
+  TEST_CASE("an update with several new tokens feeds each of them") {
+    // A verify round adds several tokens at once. Each one is an NGramPool::update of its own:
+    // the pool then holds what a scan of the whole text holds. One update of the whole context
+    // misses the pairs whose value was already v tokens long when a later new token came.
+    for (int v : {1, 2, 5}) {
+      const V text = random_stream(static_cast<std::uint64_t>(v), 60, 4);
+      NGramPoolManager manager(config(3, v));
+      const RequestId a = manager.add_request(std::span<const Token>(text).first(10));
+      manager.update(a, std::span<const Token>(text).first(17));  // 7 new tokens at once
+      manager.update(a, text);                                    // then 43 more
+      NGramPool scanned(config(3, v));
+      scanned.scan(text);
+      INFO("v = ", v);
+      CHECK(contents(manager.pool(a)) == contents(scanned));
+    }
   }
 
   TEST_CASE("propose feeds the new tokens to the pool before it looks up") {
