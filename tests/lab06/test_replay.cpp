@@ -45,6 +45,14 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
     const Logits l = speclab::testing::logits_with_argmax({4, 5, 9, 7, 2});
     CHECK(replay_reach(V{4, 5, 6, 7}, l, 0.0) == D{1.0, 1.0, 0.0, 0.0});
     CHECK(replay_reach(V{}, speclab::testing::logits_with_argmax({3}), 0.0).empty());
+    // A tie: greedy verification takes argmax, whose ties go to the lowest id (logits.h).
+    Logits tied(2, 4);
+    for (int r = 0; r < 2; ++r) {
+      for (int v = 0; v < 4; ++v) tied.row(r)[v] = v == 1 || v == 3 ? 1.0f : 0.0f;
+    }
+    INFO("row scores 0 1 0 1: greedy verification accepts token 1 (lowest tied id), not 3");
+    CHECK(replay_reach(V{1}, tied, 0.0) == D{1.0});
+    CHECK(replay_reach(V{3}, tied, 0.0) == D{0.0});
   }
 
   TEST_CASE("temperature reshapes the probabilities before the product") {

@@ -80,6 +80,18 @@ TEST_SUITE("lab06 / Measuring acceptance") {
     CHECK(acceptance_profile(s, 0).empty());
   }
 
+  TEST_CASE("a smaller k than the run used: longer rounds passed every position asked about") {
+    SpecStats s;
+    s.accept_length_hist = {4, 3, 2, 1};
+    s.target_runs = 10;
+    INFO(
+        "the round that accepted 3 drafts reached and passed positions 1 and 2: with k = 2 it "
+        "still counts, so 6 of 10 accepted >= 1 and 3 of those 6 accepted >= 2");
+    CHECK(acceptance_profile(s, 2) == D{0.6, 0.5});
+    INFO("with k = 0 no rate is asked for, but every round is still a round");
+    CHECK(acceptance_profile(s, 0).empty());
+  }
+
   TEST_CASE("the rates are conditional: they differ from the share of all rounds") {
     SpecStats s;
     s.accept_length_hist = {0, 0, 5, 5};  // every round accepts 2 drafts, half accept a third
@@ -114,6 +126,10 @@ TEST_SUITE("lab06 / Measuring acceptance") {
   TEST_CASE("a run with no rounds or a negative k is rejected") {
     SpecStats empty;
     CHECK_THROWS_AS(acceptance_profile(empty, 3), std::invalid_argument);
+    SpecStats zeros;  // sized for merging runs, as the batch tests do, but no round recorded
+    zeros.accept_length_hist = {0, 0, 0};
+    INFO("a histogram of zeros holds no round either: there is nothing to measure");
+    CHECK_THROWS_AS(acceptance_profile(zeros, 3), std::invalid_argument);
     SpecStats s;
     s.accept_length_hist = {1};
     s.target_runs = 1;
