@@ -116,6 +116,34 @@ TEST_SUITE("lab07 / The end of a turn") {
   }
 }
 
+TEST_SUITE("lab07 / The end of a turn") {
+  TEST_CASE("your drafter stops at the end-of-turn tokens it is given") {
+    // The stream of the copy test above, for a model whose turns end with id 900, not 2: the CLI
+    // passes the tokenizer's stop tokens in MyDrafterOptions::stop_tokens.
+    const Token eot = 900;
+    const Tokens answer = iota_tokens(100, 21);
+    Tokens prompt = {1, 9, 198, 50, 51, 52, eot, 198, 1, 9, 198};
+    prompt.insert(prompt.end(), answer.begin(), answer.end());
+    for (Token t : {eot, 198, 1, 9, 198, 60, 61, 62, 63, eot, 198, 1, 9, 198}) prompt.push_back(t);
+    MyDrafterOptions o;
+    o.k = 8;
+    o.stop_tokens = {eot};
+    std::unique_ptr<Drafter> d = make_my_drafter(o);
+    REQUIRE(d != nullptr);
+    d->begin(prompt);
+    Tokens context = prompt;
+    context.insert(context.end(), answer.begin(), answer.begin() + 15);
+    const Tokens drafts = d->propose(context, 8);
+    std::string shown;
+    for (Token t : drafts) shown += std::to_string(t) + " ";
+    INFO("drafts: ", shown);
+    REQUIRE_MESSAGE(!drafts.empty(), "a copy drafter should continue a 15-token copy");
+    CHECK(drafts.front() == 115);
+    const auto stop = std::find(drafts.begin(), drafts.end(), eot);
+    CHECK_MESSAGE(drafts.end() - stop <= 1, "nothing may follow the end-of-turn token 900");
+  }
+}
+
 TEST_SUITE("lab07 / How far to draft") {
   TEST_CASE("the controller starts at k_max") {
     DraftLengthController c(1, 6);
@@ -132,6 +160,12 @@ TEST_SUITE("lab07 / How far to draft") {
     CHECK(c.next_k() == 4);
     for (int i = 0; i < 5; ++i) c.observe(c.next_k(), c.next_k());
     CHECK(c.next_k() == 6);
+    DraftLengthController short_match(1, 8);
+    short_match.observe(8, 2);
+    REQUIRE(short_match.next_k() == 3);
+    INFO("the drafter had only 2 tokens to offer and both were accepted: k still grows, 3 -> 4");
+    short_match.observe(2, 2);
+    CHECK(short_match.next_k() == 4);
   }
   TEST_CASE("a rejection shrinks k to accepted + 1") {
     DraftLengthController c(1, 8);
@@ -183,16 +217,20 @@ TEST_SUITE("lab07 / Index the whole prompt") {
     CHECK(calls->proposed_for[0] == context);
   }
   TEST_CASE("observe passes every round to the inner drafter") {
-    auto calls = std::make_shared<Calls>();
-    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, Tokens{40, 41}), config(true, 1, 5));
-    const Tokens prompt = {1, 9, 20, 21};
-    d.begin(prompt);
-    Tokens context = prompt;
-    (void)d.propose(context, 5);
-    context.insert(context.end(), {40, 99});
-    d.observe(context, round_with({40, 41}, 1));
-    REQUIRE(calls->observed.size() == 1);
-    CHECK(calls->observed[0] == context);
+    for (const bool adaptive : {true, false}) {
+      INFO("adaptive_k = ", adaptive, ": the inner drafter learns from every round either way");
+      auto calls = std::make_shared<Calls>();
+      ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, Tokens{40, 41}),
+                    config(adaptive, 1, 5));
+      const Tokens prompt = {1, 9, 20, 21};
+      d.begin(prompt);
+      Tokens context = prompt;
+      (void)d.propose(context, 5);
+      context.insert(context.end(), {40, 99});
+      d.observe(context, round_with({40, 41}, 1));
+      REQUIRE(calls->observed.size() == 1);
+      CHECK(calls->observed[0] == context);
+    }
   }
 }
 
@@ -203,6 +241,11 @@ TEST_SUITE("lab07 / The end of a turn") {
                   config(false, 1, 8));
     d.begin(Tokens{1, 9});
     CHECK(d.propose(Tokens{1, 9}, 5) == Tokens{40, 41, 2});
+    INFO("the config's stop tokens, not SmolLM2's: another model ends its turns with other ids");
+    ChatDrafter other(std::make_unique<ScriptedDrafter>(calls, Tokens{40, 41, 2, 1, 42}),
+                      config(false, 1, 8, Tokens{41}));
+    other.begin(Tokens{1, 9});
+    CHECK(other.propose(Tokens{1, 9}, 5) == Tokens{40, 41});
   }
 }
 
@@ -230,6 +273,23 @@ TEST_SUITE("lab07 / How far to draft") {
     CHECK(d.propose(context, 6).size() == 2u);
     CHECK(calls->asked_k == std::vector<int>{6, 2});
   }
+  TEST_CASE("the controller counts the drafts proposed, not the k asked for") {
+    auto calls = std::make_shared<Calls>();
+    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, Tokens{40, 41}), config(true, 1, 6));
+    Tokens context = {1, 9};
+    d.begin(context);
+    const Tokens first = d.propose(context, 6);
+    REQUIRE(first.size() == 2u);
+    context.insert(context.end(), {40, 41, 99});
+    d.observe(context, round_with(first, 2));
+    INFO("asked for 6, the inner drafter proposed 2 and both were accepted: a full round");
+    CHECK(d.controller().next_k() == 6);
+    context.push_back(99);
+    d.observe(context, round_with({}, 0));
+    INFO("a round with no drafts (nothing to say) leaves k alone");
+    CHECK(d.controller().next_k() == 6);
+  }
+
   TEST_CASE("without adaptive k the loop's k is used as is") {
     auto calls = std::make_shared<Calls>();
     ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)),
