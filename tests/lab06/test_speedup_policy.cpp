@@ -54,6 +54,8 @@ TEST_SUITE("lab06 / Expected speed-up") {
     const D alpha = geometric_profile(0.5, 8);
     CHECK_THROWS_AS(expected_speedup(c, 1, 5, alpha), std::out_of_range);   // curve has k <= 4
     CHECK_THROWS_AS(expected_speedup(c, 64, 1, alpha), std::out_of_range);  // and b <= 32
+    INFO("k = 0 is 1 only where the curve has T(b, 0): b = 64 is still out of range");
+    CHECK_THROWS_AS(expected_speedup(c, 64, 0, alpha), std::out_of_range);
     CHECK_THROWS_AS(expected_speedup(c, 1, 3, D{0.5, 0.5}), std::invalid_argument);
   }
 }

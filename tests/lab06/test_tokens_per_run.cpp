@@ -61,6 +61,8 @@ TEST_SUITE("lab06 / Tokens per run from acceptance rates") {
     CHECK_THROWS_AS(expected_tokens_per_run(D{-0.1}, 1), std::invalid_argument);
     CHECK_THROWS_AS(expected_tokens_per_run(D{std::numeric_limits<double>::quiet_NaN()}, 1),
                     std::invalid_argument);
+    INFO("every rate is checked, even those k does not use, and even at k = 0");
+    CHECK_THROWS_AS(expected_tokens_per_run(D{1.5}, 0), std::invalid_argument);
   }
 }
 
