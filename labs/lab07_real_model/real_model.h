@@ -36,8 +36,9 @@ std::vector<Token> stop_at_end_of_turn(std::span<const Token> drafts,
 // After each round, observe(drafted, accepted):
 //   - drafted == 0 (the drafter had nothing to say): no change;
 //   - every draft accepted: k grows by one, up to k_max (the text is copying: draft further);
-//   - otherwise: k becomes accepted + 1, but never below k_min (draft about as far as the last
-//     round got, plus the one token that would have been the correction).
+//   - otherwise: k becomes accepted + 1, kept within [k_min, k_max] (draft about as far as the
+//     last round got, plus the one token that would have been the correction; a round may have
+//     accepted more than k_max when something else chose its length).
 // The rule is deliberately simple: it reacts within one round both ways.
 class DraftLengthController {
  public:

@@ -32,7 +32,7 @@ void DraftLengthController::observe(int drafted, int accepted) {
   if (accepted == drafted) {
     k_ = std::min(k_max_, k_ + 1);
   } else {
-    k_ = std::max(k_min_, accepted + 1);
+    k_ = std::clamp(accepted + 1, k_min_, k_max_);
   }
 }
 // --8<-- [end:DraftLengthController]

@@ -173,6 +173,9 @@ TEST_SUITE("lab07 / How far to draft") {
     CHECK(c.next_k() == 4);
     c.observe(4, 0);
     CHECK(c.next_k() == 1);
+    INFO("a round longer than k_max (its length chosen elsewhere) still leaves k within k_max");
+    c.observe(20, 15);
+    CHECK(c.next_k() == 8);
   }
   TEST_CASE("k never falls below k_min") {
     DraftLengthController c(3, 8);
