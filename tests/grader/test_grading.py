@@ -29,6 +29,7 @@ sys.dont_write_bytecode = True
 
 import testrun  # noqa: E402
 from grading import GradingError, SubmissionError, cli, reports, runner, submission  # noqa: E402
+from grading import workspace  # noqa: E402
 from grading.labs import Lab, check_points, load_points, read_points  # noqa: E402
 
 EDITABLE = "labs/lab01_prompt_lookup/starter.cpp"
@@ -186,6 +187,15 @@ class Submissions(TempDir):
         for path in (bad, os.path.join(self.tmp, "missing")):
             with self.subTest(path=path), self.assertRaises(SubmissionError):
                 self.load(path)
+
+    def test_a_compiler_dependency_file_is_read_as_make_reads_it(self):
+        text = ("labs/x.dir/starter.cpp.o: /r/labs/lab01/starter.cpp \\\n"
+                " /r/labs/lab01/prompt_lookup.h /r/odd\\ name.h \\\n"
+                "  /usr/include/c++/12/vector\n"
+                "/r/labs/lab01/prompt_lookup.h:\n")
+        self.assertEqual(workspace.parse_depfile(text),
+                         ["/r/labs/lab01/starter.cpp", "/r/labs/lab01/prompt_lookup.h",
+                          "/r/odd name.h", "/usr/include/c++/12/vector"])
 
     def test_includes_outside_the_lab_folder_are_flagged(self):
         src = (b'#include "prompt_lookup.h"\n#include <vector>\n'
@@ -469,8 +479,8 @@ class FakeWorkspace:
 
     hidden = "/instructor/hidden"
 
-    def __init__(self, builds):
-        self.builds, self.built = list(builds), []
+    def __init__(self, builds, deps=()):
+        self.builds, self.built, self.deps = list(builds), [], list(deps)
 
     def place(self, rel, data):
         pass
@@ -485,6 +495,9 @@ class FakeWorkspace:
     def clean_build_output(self, text):
         return text
 
+    def starter_dependencies(self, lab):
+        return self.deps
+
     def relative_paths(self, text):
         return text
 
@@ -496,13 +509,26 @@ class GradeOneSubmission(unittest.TestCase):
     """cli.grade_submission with a fake workspace: what a student's build failure shows, and
     where."""
 
-    def grade(self, builds):
+    def grade(self, builds, deps=()):
         setup = cli.LabSetup(LAB, [], {}, [("secret case", "lab01 hidden / S")],
                              {"secret case": 4.0}, 5, 512)
-        ws = FakeWorkspace(builds)
+        ws = FakeWorkspace(builds, deps)
         sub = submission.Submission("alice", "/x/alice", {EDITABLE: b"int x;"})
         args = argparse.Namespace(build_timeout=60, jobs=1)
         return ws, cli.grade_submission(ws, sub, ["lab01"], {"lab01": setup}, args)
+
+    def test_a_solution_or_test_file_the_compiler_read_is_flagged_however_it_was_included(self):
+        # An '#include SOL' through a macro escapes the text check; the dependency list does not.
+        engine = ["labs/lab01_prompt_lookup/prompt_lookup.h", "mini_engine/core/token.h",
+                  "/usr/include/c++/12/vector"]
+        _, g = self.grade([(True, "ok"), (True, "ok")], deps=engine)
+        self.assertEqual([n for n in g.notes if "dependency list" in n], [])
+        leak = engine + ["solutions/lab01_prompt_lookup/solution.cpp", "tests/lab01/helpers.h"]
+        _, g = self.grade([(True, "ok"), (True, "ok")], deps=leak)
+        flagged = [n for n in g.notes if "dependency list" in n]
+        self.assertEqual(len(flagged), 2, g.notes)
+        self.assertIn("solutions/lab01_prompt_lookup/solution.cpp", flagged[0])
+        self.assertIn("tests/lab01/helpers.h", flagged[1])
 
     def test_a_public_compile_error_is_shown_from_the_public_build_alone(self):
         ws, g = self.grade([(False, "starter.cpp:1: error: expected ';'")])

@@ -177,6 +177,14 @@ def grade_submission(ws, sub, lab_names, setups, args):
                         runner.not_run(s.hidden_cases, status="compile_error", why=why, **hidden))
             lab_grades.append(lg)
             continue
+        # What the compiler read, whatever the #include spelled (a macro, say): a graded file
+        # may use its lab's headers, the engine's and the standard library's, never the
+        # reference solutions or the tests.
+        for dep in ws.starter_dependencies(lab):
+            if dep.split(os.sep)[0] in ("solutions", "tests"):
+                notes.append(f"{rel} compiled {dep} into the graded code (the compiler's "
+                             "dependency list): a graded file may not use the reference "
+                             "solutions or the tests; check it by hand")
         hidden_ok = True
         if hidden_targets and s.hidden_cases:
             # The hidden tests compiled with the reference, so only linking the student's file

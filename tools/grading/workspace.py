@@ -67,6 +67,19 @@ def _write_if_changed(path, data):
     return True
 
 
+def parse_depfile(text):
+    """The prerequisites of a make-style dependency file (gcc -MD): every path after the first
+    ':' of each rule, with line continuations joined and '\\ ' read as a space."""
+    deps = []
+    text = text.replace("\\\n", " ")
+    for line in text.splitlines():
+        if ":" not in line:
+            continue
+        rest = line.split(":", 1)[1].replace("\\ ", "\0")
+        deps += [p.replace("\0", " ") for p in rest.split()]
+    return deps
+
+
 def _inside(path, root):
     path, root = os.path.realpath(path), os.path.realpath(root)
     return path == root or path.startswith(root + os.sep)
@@ -192,6 +205,21 @@ class Workspace:
         if self.hidden_sources(lab):
             t.append(f"{lab.name}_hidden_{impl}")
         return t
+
+    def starter_dependencies(self, lab):
+        """The files the compiler read to build lab's starter (its dependency list, written by
+        the last build), relative to the grading copy when inside it, else absolute."""
+        deps = []
+        pattern = os.path.join(self.build, "labs", "CMakeFiles", f"{lab.name}_starter.dir",
+                               "**", "*.o.d")
+        for path in glob.glob(pattern, recursive=True):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                deps += parse_depfile(f.read())
+        out = []
+        for dep in deps:
+            full = os.path.realpath(dep if os.path.isabs(dep) else os.path.join(self.build, dep))
+            out.append(os.path.relpath(full, self.src) if _inside(full, self.src) else full)
+        return sorted(set(out))
 
     def exe(self, lab, impl, hidden=False):
         name = f"{lab.name}_hidden_{impl}" if hidden else f"{lab.name}_{impl}"
