@@ -50,7 +50,7 @@ ToyTarget::ToyTarget(ToyTargetConfig config) : config_(config) {
   if (config_.noise < 0.0) {
     config_.noise = config_.regime == ToyRegime::markov ? 0.3 : 0.0;
   }
-  if (config_.noise > 1.0) fail("noise must be in [0, 1]");
+  if (!(config_.noise <= 1.0)) fail("noise must be in [0, 1] (or -1 for the default)");
 
   // The periodic pattern: `period` distinct tokens, chosen by a seeded shuffle.
   std::vector<Token> all(config_.vocab_size);
@@ -90,6 +90,11 @@ std::vector<float> ToyTarget::logits_after(std::span<const Token> context) const
   const auto pos = static_cast<std::uint64_t>(context.size());
   const std::uint64_t seed = config_.seed;
   const Token last = context.empty() ? 0 : context.back();
+  if (last < 0 || last >= v) {
+    throw std::invalid_argument("ToyTarget::logits_after: the last context token " +
+                                std::to_string(last) + " is outside the vocabulary [0, " +
+                                std::to_string(v) + ")");
+  }
   std::vector<Token> candidates;  // best first, distinct
 
   auto add = [&](Token t) {

@@ -48,7 +48,9 @@ class ToyTarget final : public Target {
 
   // A prompt of `length` tokens that suits the regime (random: sigma(0..length-1)).
   std::vector<Token> make_prompt(int length) const;
-  // The scores for the token after `context` (does not touch the sequence).
+  // The scores for the token after `context` (does not touch the sequence). Requires ids in
+  // [0, vocab_size()); throws std::invalid_argument when the last one, the only one it reads,
+  // is not.
   std::vector<float> logits_after(std::span<const Token> context) const;
   const ToyTargetConfig& config() const { return config_; }
 

@@ -68,6 +68,20 @@ TEST_SUITE("engine / ToyTarget") {
     CHECK(sum == doctest::Approx(1.0));
   }
 
+  TEST_CASE("logits_after rejects a context whose last token is outside the vocabulary") {
+    // The periodic regime indexed its token table with the last id: an out-of-bounds read.
+    ToyTarget t(ToyTargetConfig{.regime = ToyRegime::periodic});
+    CHECK_THROWS_WITH_AS(t.logits_after(std::vector<Token>{1, 512}),
+                         doctest::Contains("outside the vocabulary"), std::invalid_argument);
+    CHECK_THROWS_AS(t.logits_after(std::vector<Token>{-1}), std::invalid_argument);
+    CHECK(t.logits_after(std::vector<Token>{}).size() == 512);
+  }
+
+  TEST_CASE("a NaN noise is rejected") {
+    CHECK_THROWS_WITH_AS(ToyTarget(ToyTargetConfig{.noise = NAN}), doctest::Contains("noise"),
+                         std::invalid_argument);
+  }
+
   TEST_CASE("bad configuration and bad calls give clear errors") {
     CHECK_THROWS_WITH_AS(ToyTarget(ToyTargetConfig{.vocab_size = 2}),
                          doctest::Contains("vocab_size"), std::invalid_argument);
