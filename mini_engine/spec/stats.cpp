@@ -2,10 +2,18 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 
 namespace speclab {
 
 void SpecStats::record_round(int drafted_now, int accepted_now, int emitted_now) {
+  if (drafted_now < 0 || accepted_now < 0 || accepted_now > drafted_now || emitted_now < 0) {
+    throw std::invalid_argument(
+        "SpecStats::record_round: need 0 <= accepted <= drafted and "
+        "emitted >= 0, got drafted=" +
+        std::to_string(drafted_now) + " accepted=" + std::to_string(accepted_now) +
+        " emitted=" + std::to_string(emitted_now));
+  }
   ++target_runs;
   drafted += drafted_now;
   accepted += accepted_now;

@@ -20,7 +20,8 @@ struct SpecStats {
   double verify_seconds = 0.0;
   double total_seconds = 0.0;
 
-  // Adds one round to the counters.
+  // Adds one round to the counters. Requires 0 <= accepted_now <= drafted_now and
+  // emitted_now >= 0; throws std::invalid_argument (and changes nothing) otherwise.
   void record_round(int drafted_now, int accepted_now, int emitted_now);
 
   // emitted / target_runs: the mean acceptance length (AL), tokens per run. 0 before any run.

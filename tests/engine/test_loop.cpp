@@ -193,6 +193,19 @@ TEST_SUITE("engine / speculative loop") {
     CHECK(spec.stats.total_seconds == spec_clock.now());
   }
 
+  TEST_CASE("SpecStats::record_round rejects counts no round can have") {
+    // accepted > drafted indexed past accepted_at; a negative count indexed before the vectors.
+    SpecStats s;
+    CHECK_THROWS_AS(s.record_round(1, 2, 3), std::invalid_argument);
+    CHECK_THROWS_AS(s.record_round(-1, 0, 1), std::invalid_argument);
+    CHECK_THROWS_AS(s.record_round(2, -1, 1), std::invalid_argument);
+    CHECK_THROWS_AS(s.record_round(2, 1, -1), std::invalid_argument);
+    CHECK(s.target_runs == 0);
+    s.record_round(2, 1, 2);
+    CHECK(s.target_runs == 1);
+    CHECK(s.accept_length_hist == std::vector<std::int64_t>{0, 1});
+  }
+
   TEST_CASE("a full context is a clear ContextOverflow, not a crash") {
     ToyTarget t(ToyTargetConfig{.max_length = 12});
     DecodeConfig dc;
