@@ -11,13 +11,19 @@
 namespace speclab {
 
 std::vector<double> softmax(std::span<const float> row, double temperature) {
-  if (!(temperature > 0.0)) throw std::invalid_argument("softmax: temperature must be > 0");
+  if (!(temperature > 0.0) || !std::isfinite(temperature)) {
+    throw std::invalid_argument("softmax: temperature must be finite and > 0, got " +
+                                std::to_string(temperature));
+  }
   if (row.empty()) throw std::invalid_argument("softmax: empty row");
   const float mx = *std::max_element(row.begin(), row.end());
   if (!std::isfinite(mx)) throw std::invalid_argument("softmax: row has no finite maximum");
   std::vector<double> p(row.size());
   double sum = 0.0;
   for (size_t i = 0; i < row.size(); ++i) {
+    if (std::isnan(row[i])) {
+      throw std::invalid_argument("softmax: the score of token " + std::to_string(i) + " is NaN");
+    }
     p[i] = std::exp((static_cast<double>(row[i]) - mx) / temperature);
     sum += p[i];
   }
@@ -26,8 +32,9 @@ std::vector<double> softmax(std::span<const float> row, double temperature) {
 }
 
 Token sample_from_logits(std::span<const float> row, double temperature, double u) {
-  if (temperature < 0.0 || std::isnan(temperature)) {
-    throw std::invalid_argument("temperature must be >= 0, got " + std::to_string(temperature));
+  if (!(temperature >= 0.0) || !std::isfinite(temperature)) {
+    throw std::invalid_argument("temperature must be finite and >= 0, got " +
+                                std::to_string(temperature));
   }
   if (temperature == 0.0) return argmax(row);
   const std::vector<double> p = softmax(row, temperature);

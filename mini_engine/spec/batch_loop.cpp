@@ -1,6 +1,7 @@
 #include "mini_engine/spec/batch_loop.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -23,8 +24,9 @@ void check_request(const BatchTarget& target, const BatchRequest& r, size_t i) {
     throw std::invalid_argument(who + ": k (drafts per round) must be in [0, 64], got " +
                                 std::to_string(c.k));
   }
-  if (!(c.sampling.temperature >= 0.0)) {
-    throw std::invalid_argument(who + ": temperature must be >= 0");
+  if (!(c.sampling.temperature >= 0.0) || !std::isfinite(c.sampling.temperature)) {
+    throw std::invalid_argument(who + ": temperature must be finite and >= 0, got " +
+                                std::to_string(c.sampling.temperature));
   }
   for (Token t : r.prompt) {
     if (t < 0 || t >= target.vocab_size()) {

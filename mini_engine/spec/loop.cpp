@@ -1,6 +1,7 @@
 #include "mini_engine/spec/loop.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -19,8 +20,9 @@ void check_common(const Target& target, std::span<const Token> prompt, const Dec
     throw std::invalid_argument("max_new_tokens must be >= 1, got " +
                                 std::to_string(c.max_new_tokens));
   }
-  if (c.sampling.temperature < 0.0 || c.sampling.temperature != c.sampling.temperature) {
-    throw std::invalid_argument("temperature must be >= 0");
+  if (!(c.sampling.temperature >= 0.0) || !std::isfinite(c.sampling.temperature)) {
+    throw std::invalid_argument("temperature must be finite and >= 0, got " +
+                                std::to_string(c.sampling.temperature));
   }
   for (Token t : prompt) {
     if (t < 0 || t >= target.vocab_size()) {

@@ -1,6 +1,7 @@
 // run_speculative_batch: lock-step decoding of several requests, one target call per step.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <memory>
 #include <numeric>
 #include <stdexcept>
@@ -324,6 +325,15 @@ TEST_SUITE("engine / batched speculative loop") {
                          doctest::Contains("verify rule broke its contract"), std::logic_error);
     CHECK(run_speculative_batch(batch, std::span<const BatchRequest>{}, greedy_verify_rule())
               .requests.empty());
+  }
+
+  TEST_CASE("batched: an infinite temperature is rejected up front") {
+    ToyBatchTarget batch(periodic_cfg(0, 0.0));
+    std::vector<BatchRequest> reqs(1);
+    reqs[0].prompt = {1, 2, 3};
+    reqs[0].config.sampling.temperature = INFINITY;
+    CHECK_THROWS_WITH_AS(run_speculative_batch(batch, reqs, greedy_verify_rule()),
+                         doctest::Contains("request 0: temperature"), std::invalid_argument);
   }
 
   TEST_CASE("a request that outgrows the context limit raises ContextOverflow") {

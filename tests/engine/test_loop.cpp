@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <stdexcept>
 #include <vector>
 
@@ -191,6 +192,16 @@ TEST_SUITE("engine / speculative loop") {
     CHECK(spec.stats.draft_seconds == 0.0);
     CHECK(spec.stats.verify_seconds == static_cast<double>(spec.stats.target_runs));
     CHECK(spec.stats.total_seconds == spec_clock.now());
+  }
+
+  TEST_CASE("an infinite temperature is rejected up front") {
+    // softmax(row / inf) turns a -inf score into NaN; the loops accepted it and failed later.
+    ToyTarget t(ToyTargetConfig{});
+    DecodeConfig dc;
+    dc.sampling.temperature = INFINITY;
+    CHECK_THROWS_WITH_AS(run_baseline(t, std::vector<Token>{1, 2}, dc),
+                         doctest::Contains("temperature"), std::invalid_argument);
+    CHECK(t.length() == 0);
   }
 
   TEST_CASE("SpecStats::record_round rejects counts no round can have") {

@@ -45,4 +45,17 @@ TEST_SUITE("engine / sampling") {
     const std::vector<float> row = {1.0f, 2.0f};
     CHECK_THROWS_AS(sample_from_logits(row, -1.0, 0.5), std::invalid_argument);
   }
+
+  TEST_CASE("a NaN score or an infinite temperature is an error, not a silent pick") {
+    // A NaN past index 0 left the max finite, made every probability NaN, and sampling returned
+    // the last token of the row.
+    const std::vector<float> row = {1.0f, 2.0f, NAN, 0.5f};
+    CHECK_THROWS_WITH_AS(softmax(row, 1.0), doctest::Contains("NaN"), std::invalid_argument);
+    CHECK_THROWS_AS(sample_from_logits(row, 1.0, 0.1), std::invalid_argument);
+    const std::vector<float> masked = {1.0f, -INFINITY, 2.0f};
+    CHECK_THROWS_WITH_AS(softmax(masked, INFINITY), doctest::Contains("temperature"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(sample_from_logits(masked, INFINITY, 0.1), std::invalid_argument);
+    CHECK_THROWS_AS(sample_from_logits(masked, NAN, 0.1), std::invalid_argument);
+  }
 }
