@@ -207,6 +207,11 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
             std::to_string(vr.emitted.size()) +
             " emitted tokens; emitted must be the accepted drafts plus exactly one target token");
       }
+      if (vr.emitted.back() < 0 || vr.emitted.back() >= target.vocab_size()) {
+        throw std::logic_error(req_name(i) + ": verify rule returned token id " +
+                               std::to_string(vr.emitted.back()) + ", outside the vocabulary [0, " +
+                               std::to_string(target.vocab_size()) + ")");
+      }
       verdicts.push_back(std::move(vr));
     }
     const double step_seconds = clock.now() - t_verify;
@@ -224,7 +229,6 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
       const int n_drafts = static_cast<int>(round.drafts.size());
       target.truncate(L.seq, static_cast<int>(L.context.size()) + vr.accepted);
       round.accepted = vr.accepted;
-      round.bonus = vr.accepted == n_drafts && n_drafts > 0;
       round.verify_seconds = step_seconds;
       bool stopped = false;
       for (Token t : vr.emitted) {
@@ -241,6 +245,9 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
                                  static_cast<int>(L.context.size() + round.emitted.size()) - 1));
         res.stopped = true;
       }
+      // Only when the extra token was emitted too (a stop token may cut the round short).
+      round.bonus = n_drafts > 0 && round.accepted == n_drafts &&
+                    round.emitted.size() == static_cast<size_t>(n_drafts) + 1;
       L.context.insert(L.context.end(), round.emitted.begin(), round.emitted.end());
       res.tokens.insert(res.tokens.end(), round.emitted.begin(), round.emitted.end());
       res.stats.verify_seconds += step_seconds;

@@ -80,7 +80,8 @@ struct BatchGenerationResult {
 // The loop's sequences are removed from `target` before it returns or throws.
 // Throws std::invalid_argument naming the request for an empty prompt, a bad config or id, or
 // k_for_batch out of range; std::logic_error naming the request and drafter or rule when either
-// breaks its contract; ContextOverflow when a sequence runs out of room.
+// breaks its contract (as in run_speculative, a target token outside the vocabulary included);
+// ContextOverflow when a sequence runs out of room.
 BatchGenerationResult run_speculative_batch(BatchTarget& target,
                                             std::span<const BatchRequest> requests,
                                             const VerifyRule& verify,

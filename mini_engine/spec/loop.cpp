@@ -48,6 +48,25 @@ void prefill(Target& target, std::span<const Token> prompt) {
   if (common < want.size()) target.append(want.subspan(common));  // no one reads its logits
 }
 
+// Throws std::logic_error unless `vr` is the accepted drafts plus one in-vocabulary target token.
+void check_verdict(const VerifyResult& vr, std::span<const Token> drafts, int vocab_size) {
+  const int n_drafts = static_cast<int>(drafts.size());
+  if (vr.accepted < 0 || vr.accepted > n_drafts ||
+      vr.emitted.size() != static_cast<size_t>(vr.accepted) + 1 ||
+      !std::equal(drafts.begin(), drafts.begin() + vr.accepted, vr.emitted.begin())) {
+    throw std::logic_error(
+        "verify rule broke its contract: with " + std::to_string(n_drafts) +
+        " drafts it returned accepted=" + std::to_string(vr.accepted) + " and " +
+        std::to_string(vr.emitted.size()) +
+        " emitted tokens; emitted must be the accepted drafts plus exactly one target token");
+  }
+  const Token t = vr.emitted.back();
+  if (t < 0 || t >= vocab_size) {
+    throw std::logic_error("verify rule returned token id " + std::to_string(t) +
+                           ", outside the vocabulary [0, " + std::to_string(vocab_size) + ")");
+  }
+}
+
 bool is_stop(const DecodeConfig& c, Token t) {
   return std::find(c.stop_tokens.begin(), c.stop_tokens.end(), t) != c.stop_tokens.end();
 }
@@ -151,26 +170,23 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
     fed.push_back(context.back());
     fed.insert(fed.end(), round.drafts.begin(), round.drafts.end());
     const Logits logits = target.extend(fed);
-    const VerifyResult vr =
-        verify(VerifyInput{round.drafts, logits, round.position, config.sampling});
+    VerifyResult vr;
+    try {
+      vr = verify(VerifyInput{round.drafts, logits, round.position, config.sampling});
+      check_verdict(vr, round.drafts, target.vocab_size());
+    } catch (...) {
+      // Take the unverified [last] + drafts back out, as before the round.
+      target.truncate(static_cast<int>(context.size()) - 1);
+      throw;
+    }
     round.verify_seconds = clock.now() - t0;
 
     const int n_drafts = static_cast<int>(round.drafts.size());
-    if (vr.accepted < 0 || vr.accepted > n_drafts ||
-        vr.emitted.size() != static_cast<size_t>(vr.accepted) + 1 ||
-        !std::equal(round.drafts.begin(), round.drafts.begin() + vr.accepted, vr.emitted.begin())) {
-      throw std::logic_error(
-          "verify rule broke its contract: with " + std::to_string(n_drafts) +
-          " drafts it returned accepted=" + std::to_string(vr.accepted) + " and " +
-          std::to_string(vr.emitted.size()) +
-          " emitted tokens; emitted must be the accepted drafts plus exactly one target token");
-    }
     // Roll back the rejected drafts: keep context minus last, the old last, and the accepted.
     target.truncate(static_cast<int>(context.size()) + vr.accepted);
 
     // Emit, stopping right after a stop token.
     round.accepted = vr.accepted;
-    round.bonus = vr.accepted == n_drafts && n_drafts > 0;
     for (size_t i = 0; i < vr.emitted.size(); ++i) {
       round.emitted.push_back(vr.emitted[i]);
       if (is_stop(config, vr.emitted[i])) {
@@ -184,6 +200,9 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
       target.truncate(
           std::min(target.length(), static_cast<int>(context.size() + round.emitted.size()) - 1));
     }
+    // Only when the extra token was emitted too (a stop token may cut the round short).
+    round.bonus = n_drafts > 0 && round.accepted == n_drafts &&
+                  round.emitted.size() == static_cast<size_t>(n_drafts) + 1;
     context.insert(context.end(), round.emitted.begin(), round.emitted.end());
     result.tokens.insert(result.tokens.end(), round.emitted.begin(), round.emitted.end());
     result.stats.draft_seconds += round.draft_seconds;

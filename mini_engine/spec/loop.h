@@ -36,7 +36,9 @@ struct GenerationResult {
 // Plain decoding: one target run per emitted token, each token chosen by sample_at().
 // The target's sequence is reused where it already holds a prefix of the prompt (a chat turn);
 // anything past that prefix is truncated first.
-// Requires a non-empty prompt; throws std::invalid_argument naming the bad field otherwise.
+// Requires a non-empty prompt of ids in [0, vocab_size()), max_new_tokens >= 1 and a finite
+// temperature >= 0; throws std::invalid_argument naming the bad field otherwise (before touching
+// the target), and ContextOverflow when the prompt or the generation outgrows max_length().
 GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
                               const DecodeConfig& config);
 
@@ -44,8 +46,11 @@ GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
 // target run over [last token] + drafts, keeps what `verify` accepts and rolls the target back
 // so it holds only accepted tokens. Every round emits >= 1 token, and never more than
 // max_new_tokens in all (k is capped near the end).
-// Throws std::logic_error naming the drafter or rule if either breaks its contract (too many
-// drafts, an id outside the vocabulary, a VerifyResult whose emitted tokens don't match).
+// Requires what run_baseline requires, k in [1, 64] and a non-empty `verify` (std::invalid_argument
+// otherwise). Throws std::logic_error naming the drafter or rule if either breaks its contract
+// (too many drafts, a draft or target token outside the vocabulary, a VerifyResult whose emitted
+// tokens don't match). Whatever throws (the drafter, the rule, a callback, the target), the target
+// is left holding a prefix of prompt + the tokens emitted so far: never an unverified draft.
 GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyRule& verify,
                                  std::span<const Token> prompt, const DecodeConfig& config);
 

@@ -14,7 +14,7 @@ struct RoundRecord {
   int accepted = 0;           // leading drafts the verify rule kept
   std::vector<Token>
       emitted;         // drafts[0..accepted) + the correction or bonus token (cut at a stop token)
-  bool bonus = false;  // every draft was accepted and the extra token came for free
+  bool bonus = false;  // every draft was accepted and the extra token, emitted too, came for free
   const Logits* logits = nullptr;  // the verify pass: drafts.size() + 1 rows; valid only
                                    // during the Drafter::observe / on_round call
   double draft_seconds = 0.0;

@@ -327,6 +327,41 @@ TEST_SUITE("engine / batched speculative loop") {
               .requests.empty());
   }
 
+  TEST_CASE("batched: a verify rule whose target token is outside the vocabulary is reported") {
+    ToyBatchTarget batch(periodic_cfg(0, 0.0));
+    std::vector<BatchRequest> reqs(2);
+    reqs[0].prompt = {1, 2, 3};
+    reqs[1].prompt = {4, 5};
+    reqs[1].config.max_new_tokens = 1;
+    const VerifyRule bad = [](const VerifyInput&) { return VerifyResult{0, {128}}; };
+    CHECK_THROWS_WITH_AS(run_speculative_batch(batch, reqs, bad),
+                         doctest::Contains("request 0: verify rule returned token id 128"),
+                         std::logic_error);
+    CHECK(batch.sequences().empty());
+  }
+
+  TEST_CASE("batched: a stop token among the accepted drafts leaves no bonus in the round record") {
+    class Fixed final : public Drafter {
+     public:
+      std::string name() const override { return "fixed"; }
+      std::vector<Token> propose(std::span<const Token>, int) override { return {1, 2, 3}; }
+    } fixed;
+    ToyBatchTarget batch(periodic_cfg(0, 0.0));
+    std::vector<BatchRequest> reqs(1);
+    reqs[0].prompt = {5, 6};
+    reqs[0].drafter = &fixed;
+    reqs[0].config.k = 3;
+    reqs[0].config.stop_tokens = {2};
+    std::vector<RoundRecord> rounds;
+    reqs[0].config.on_round = [&](const RoundRecord& r) { rounds.push_back(r); };
+    const VerifyRule all = [](const VerifyInput&) { return VerifyResult{3, {1, 2, 3, 4}}; };
+    const auto out = run_speculative_batch(batch, reqs, all);
+    REQUIRE(rounds.size() == 1);
+    CHECK(out.requests[0].tokens == V{1, 2});
+    CHECK(rounds[0].accepted == 2);
+    CHECK_FALSE(rounds[0].bonus);
+  }
+
   TEST_CASE("batched: an infinite temperature is rejected up front") {
     ToyBatchTarget batch(periodic_cfg(0, 0.0));
     std::vector<BatchRequest> reqs(1);

@@ -194,6 +194,59 @@ TEST_SUITE("engine / speculative loop") {
     CHECK(spec.stats.total_seconds == spec_clock.now());
   }
 
+  TEST_CASE("a verify rule whose target token is outside the vocabulary is reported") {
+    // The contract check covered the accepted drafts but not the target's own token, so a bad id
+    // was emitted silently (on the last round nothing ever fed it back to the target).
+    ToyTarget t(ToyTargetConfig{});
+    GreedyLiar d({1, 2});
+    DecodeConfig dc;
+    dc.k = 2;
+    for (Token bad_id : {Token{-1}, Token{512}}) {
+      const VerifyRule bad = [bad_id](const VerifyInput&) { return VerifyResult{0, {bad_id}}; };
+      dc.max_new_tokens = 1;
+      CHECK_THROWS_WITH_AS(run_speculative(t, d, bad, std::vector<Token>{5, 6}, dc),
+                           doctest::Contains("outside the vocabulary"), std::logic_error);
+      dc.max_new_tokens = 10;
+      CHECK_THROWS_WITH_AS(run_speculative(t, d, bad, std::vector<Token>{5, 6}, dc),
+                           doctest::Contains("outside the vocabulary"), std::logic_error);
+    }
+  }
+
+  TEST_CASE("when the verify rule throws or breaks its contract the drafts are rolled back") {
+    // The verify pass had already appended [last] + drafts; the error left them in the target.
+    ToyTarget t(ToyTargetConfig{});
+    GreedyLiar d({1, 2});
+    DecodeConfig dc;
+    dc.k = 2;
+    const std::vector<Token> prompt = {5, 6, 7};
+    const VerifyRule throws = [](const VerifyInput&) -> VerifyResult {
+      throw std::runtime_error("rule failed");
+    };
+    CHECK_THROWS_AS(run_speculative(t, d, throws, prompt, dc), std::runtime_error);
+    CHECK(t.length() == 2);  // prompt minus its last token, as before the round
+    const VerifyRule broken = [](const VerifyInput&) { return VerifyResult{2, {1, 2}}; };
+    CHECK_THROWS_AS(run_speculative(t, d, broken, prompt, dc), std::logic_error);
+    CHECK(t.length() == 2);
+  }
+
+  TEST_CASE("a stop token among the accepted drafts leaves no bonus in the round record") {
+    // drafts {1, 2, 3} all accepted, emitted {1, 2, 3, 4}; stop token 2 cuts it to {1, 2}: the
+    // bonus token was not emitted, and the record kept 2 of 3 drafts, so bonus must be false.
+    ToyTarget t(ToyTargetConfig{});
+    GreedyLiar d({1, 2, 3});
+    DecodeConfig dc;
+    dc.k = 3;
+    dc.stop_tokens = {2};
+    const VerifyRule all = [](const VerifyInput&) { return VerifyResult{3, {1, 2, 3, 4}}; };
+    std::vector<RoundRecord> rounds;
+    dc.on_round = [&](const RoundRecord& r) { rounds.push_back(r); };
+    const auto out = run_speculative(t, d, all, std::vector<Token>{5, 6}, dc);
+    REQUIRE(rounds.size() == 1);
+    CHECK(out.tokens == std::vector<Token>{1, 2});
+    CHECK(rounds[0].accepted == 2);
+    CHECK_FALSE(rounds[0].bonus);
+  }
+
   TEST_CASE("an infinite temperature is rejected up front") {
     // softmax(row / inf) turns a -inf score into NaN; the loops accepted it and failed later.
     ToyTarget t(ToyTargetConfig{});
