@@ -229,6 +229,34 @@ TEST_SUITE("engine / speculative loop") {
     CHECK(t.length() == 2);
   }
 
+  TEST_CASE("a drafter that throws mid-run leaves the target holding only emitted text") {
+    class Flaky final : public Drafter {
+     public:
+      std::string name() const override { return "flaky"; }
+      std::vector<Token> propose(std::span<const Token> context, int k) override {
+        if (++calls == 3) throw std::runtime_error("propose failed");
+        return inner.propose(context, k);
+      }
+      void observe(std::span<const Token> context, const RoundRecord& r) override {
+        seen.assign(context.begin(), context.end());
+        inner.observe(context, r);
+      }
+      PromptLookupDrafter inner{1};
+      int calls = 0;
+      std::vector<Token> seen;
+    } flaky;
+    ToyTarget t(ToyTargetConfig{.regime = ToyRegime::periodic, .seed = 1, .period = 4});
+    DecodeConfig dc;
+    dc.k = 4;
+    dc.max_new_tokens = 40;
+    CHECK_THROWS_AS(run_speculative(t, flaky, greedy_verify_rule(), t.make_prompt(8), dc),
+                    std::runtime_error);
+    // After two rounds: the context the drafter last saw, minus its last token.
+    REQUIRE(flaky.seen.size() > 8);
+    CHECK(std::vector<Token>(t.tokens().begin(), t.tokens().end()) ==
+          std::vector<Token>(flaky.seen.begin(), flaky.seen.end() - 1));
+  }
+
   TEST_CASE("a stop token among the accepted drafts leaves no bonus in the round record") {
     // drafts {1, 2, 3} all accepted, emitted {1, 2, 3, 4}; stop token 2 cuts it to {1, 2}: the
     // bonus token was not emitted, and the record kept 2 of 3 drafts, so bonus must be false.
