@@ -32,6 +32,11 @@ TEST_SUITE("lab01 / Proposing: the scan") {
     INFO("scan latest-first: the occurrence at index 3 is followed by 8 8 4");
     CHECK(speclab::ngram_propose(ctx, 1, 2) == V{8, 8});
     CHECK(speclab::ngram_propose(ctx, 1, 3) == V{8, 8, 4});
+    // The most recent earlier occurrence may overlap the suffix: '1 2 1' at index 0 shares its
+    // last token with the suffix '1 2 1' at index 2.
+    INFO("an earlier occurrence may overlap the suffix; see the chapter, 'Proposing: the scan'");
+    CHECK(speclab::ngram_propose(V{1, 2, 1, 2, 1}, 3, 4) == V{2, 1});
+    CHECK(speclab::ngram_propose(V{7, 7, 7}, 2, 3) == V{7});
   }
 
   TEST_CASE("a match close to the end proposes fewer than k tokens") {
@@ -53,6 +58,9 @@ TEST_SUITE("lab01 / Proposing: the scan") {
     CHECK(speclab::ngram_propose(V{7}, 1, 3) == V{});
     CHECK(speclab::ngram_propose(V{7, 7}, 2, 3) == V{});
     CHECK(speclab::ngram_propose(V{7, 7, 7}, 1, 0) == V{});
+    INFO("a context of n + 1 tokens is long enough: its first n tokens are an earlier start");
+    CHECK(speclab::ngram_propose(V{7, 7}, 1, 3) == V{7});
+    CHECK(speclab::ngram_propose(V{4, 4, 4}, 2, 3) == V{4});
   }
 
   TEST_CASE("invalid n or k is rejected with std::invalid_argument") {
