@@ -151,6 +151,14 @@ TEST_SUITE("lab02 / A miss is not a guess") {
     CHECK(s.next_token(V{4, 1}) == Prediction{});  // never seen
     CHECK(s.next_token(V{2}) == Prediction{});     // too short for a 2-token context
     CHECK(s.next_token(V{3, 4}) == Prediction{});  // the prompt ends there: nothing followed
+    INFO("an update with no tokens records nothing: its context stays unknown");
+    s.update(V{4, 1}, V{});
+    CHECK(s.next_token(V{4, 1}) == Prediction{});
+    CHECK(s.contexts() == 2);
+    NGramStorage m(3);
+    m.update(V{4, 1}, V{});
+    CHECK(m.next_token(V{4, 1}) == Prediction{});
+    CHECK(m.size() == 0);
   }
 }
 
