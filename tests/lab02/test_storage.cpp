@@ -92,6 +92,10 @@ TEST_SUITE("lab02 / Counting: one level") {
     s.update(V{3}, V{8, 7});
     INFO("8 and 7 both reach count 1; 8 got there first");
     CHECK(s.next_token(V{3}) == Prediction{8, true, 1});
+    INFO("the tie-break holds within one update: A B B A gives B, which reached 2 first");
+    s.update(V{5}, V{3, 9, 9, 3});
+    CHECK(s.count(V{5}, 3) == 2);
+    CHECK(s.next_token(V{5}) == Prediction{9, true, 1});
   }
 
   TEST_CASE("only the last n-1 tokens of the context are the key") {
