@@ -8,14 +8,22 @@
 
 using namespace speclab;
 
+namespace {
+
+// Whether this process may run on two CPUs or more; if not, the test says why it measures nothing.
+bool two_cpus_or_say_why() {
+  cpu_set_t mine;
+  REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
+  if (CPU_COUNT(&mine) >= 2) return true;
+  MESSAGE("this process may run on one CPU only: nothing to measure here");
+  return false;
+}
+
+}  // namespace
+
 TEST_SUITE("cli / core probe") {
   TEST_CASE("the cross-core round trip is measured between two CPUs, in a plausible range") {
-    cpu_set_t mine;
-    REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
-    if (CPU_COUNT(&mine) < 2) {
-      MESSAGE("this process may run on one CPU only: nothing to measure here");
-      return;
-    }
+    if (!two_cpus_or_say_why()) return;
     const CoreRoundTrip rt = measure_core_round_trip();
     INFO(rt.error);
     REQUIRE(rt.ok());
@@ -58,12 +66,7 @@ TEST_SUITE("cli / core probe") {
   }
 
   TEST_CASE("probes that are not skipped measure, where there are two CPUs") {
-    cpu_set_t mine;
-    REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
-    if (CPU_COUNT(&mine) < 2) {
-      MESSAGE("this process may run on one CPU only: nothing to measure here");
-      return;
-    }
+    if (!two_cpus_or_say_why()) return;
     RoundTripProbes probes;
     const RoundTripRange around = probes.next();
     CHECK(around.measured == 2);

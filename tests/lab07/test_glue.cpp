@@ -70,6 +70,29 @@ Tokens iota_tokens(int from, int count) {
   return t;
 }
 
+// A two-turn ChatML stream in SmolLM2's ids (1 <|im_start|>, 198 newline, 9 a role name), whose
+// turns end with `eot`: the second reply is copying the first answer, 100..120, and has reached
+// 114. Copying on would run through `eot` into the next "<|im_start|>user" block. Checks that
+// make_my_drafter(o) (o.k is set to 8 here) continues the copy and drafts nothing after `eot`.
+void check_copy_stops_at_end_of_turn(Token eot, MyDrafterOptions o) {
+  const Tokens answer = iota_tokens(100, 21);
+  Tokens prompt = {1, 9, 198, 50, 51, 52, eot, 198, 1, 9, 198};
+  prompt.insert(prompt.end(), answer.begin(), answer.end());
+  for (Token t : {eot, 198, 1, 9, 198, 60, 61, 62, 63, eot, 198, 1, 9, 198}) prompt.push_back(t);
+  o.k = 8;
+  std::unique_ptr<Drafter> d = make_my_drafter(o);
+  REQUIRE(d != nullptr);
+  d->begin(prompt);
+  Tokens context = prompt;
+  context.insert(context.end(), answer.begin(), answer.begin() + 15);
+  const Tokens drafts = d->propose(context, 8);
+  INFO("drafts: ", drafts, "; end of turn: ", eot);
+  REQUIRE_MESSAGE(!drafts.empty(), "a copy drafter should continue a 15-token copy");
+  CHECK(drafts.front() == 115);
+  const auto stop = std::find(drafts.begin(), drafts.end(), eot);
+  CHECK_MESSAGE(drafts.end() - stop <= 1, "nothing may follow the end-of-turn token in a draft");
+}
+
 }  // namespace
 
 TEST_SUITE("lab07 / The end of a turn") {
@@ -87,28 +110,7 @@ TEST_SUITE("lab07 / The end of a turn") {
     CHECK(stop_at_end_of_turn(Tokens{5, 2, 6}, Tokens{}) == Tokens{5, 2, 6});
   }
   TEST_CASE("your drafter stops its copy of an earlier answer at the end-of-turn token") {
-    // A two-turn ChatML stream in SmolLM2's ids (1 <|im_start|>, 2 <|im_end|>, 198 newline,
-    // 9 a role name): the second reply is copying the first answer, 100..120, and has reached 114.
-    // Copying on would run through <|im_end|> into the next "<|im_start|>user" block.
-    const Tokens answer = iota_tokens(100, 21);
-    Tokens prompt = {1, 9, 198, 50, 51, 52, 2, 198, 1, 9, 198};
-    prompt.insert(prompt.end(), answer.begin(), answer.end());
-    for (Token t : {2, 198, 1, 9, 198, 60, 61, 62, 63, 2, 198, 1, 9, 198}) prompt.push_back(t);
-    MyDrafterOptions o;
-    o.k = 8;
-    std::unique_ptr<Drafter> d = make_my_drafter(o);
-    REQUIRE(d != nullptr);
-    d->begin(prompt);
-    Tokens context = prompt;
-    context.insert(context.end(), answer.begin(), answer.begin() + 15);
-    const Tokens drafts = d->propose(context, 8);
-    std::string shown;
-    for (Token t : drafts) shown += std::to_string(t) + " ";
-    INFO("drafts: ", shown);
-    REQUIRE_MESSAGE(!drafts.empty(), "a copy drafter should continue a 15-token copy");
-    CHECK(drafts.front() == 115);
-    const auto stop = std::find(drafts.begin(), drafts.end(), Token{2});
-    CHECK_MESSAGE(drafts.end() - stop <= 1, "nothing may follow <|im_end|> in a draft");
+    check_copy_stops_at_end_of_turn(2, MyDrafterOptions{});  // 2 is SmolLM2's <|im_end|>
   }
   TEST_CASE("the first of several stop tokens ends the draft") {
     CHECK(stop_at_end_of_turn(Tokens{5, 0, 6, 2, 7}, kSmolLM2StopTokens) == Tokens{5, 0});
@@ -118,29 +120,11 @@ TEST_SUITE("lab07 / The end of a turn") {
 
 TEST_SUITE("lab07 / The end of a turn") {
   TEST_CASE("your drafter stops at the end-of-turn tokens it is given") {
-    // The stream of the copy test above, for a model whose turns end with id 900, not 2: the CLI
-    // passes the tokenizer's stop tokens in MyDrafterOptions::stop_tokens.
-    const Token eot = 900;
-    const Tokens answer = iota_tokens(100, 21);
-    Tokens prompt = {1, 9, 198, 50, 51, 52, eot, 198, 1, 9, 198};
-    prompt.insert(prompt.end(), answer.begin(), answer.end());
-    for (Token t : {eot, 198, 1, 9, 198, 60, 61, 62, 63, eot, 198, 1, 9, 198}) prompt.push_back(t);
+    // The copy test above for a model whose turns end with id 900, not 2: the CLI passes the
+    // tokenizer's stop tokens in MyDrafterOptions::stop_tokens.
     MyDrafterOptions o;
-    o.k = 8;
-    o.stop_tokens = {eot};
-    std::unique_ptr<Drafter> d = make_my_drafter(o);
-    REQUIRE(d != nullptr);
-    d->begin(prompt);
-    Tokens context = prompt;
-    context.insert(context.end(), answer.begin(), answer.begin() + 15);
-    const Tokens drafts = d->propose(context, 8);
-    std::string shown;
-    for (Token t : drafts) shown += std::to_string(t) + " ";
-    INFO("drafts: ", shown);
-    REQUIRE_MESSAGE(!drafts.empty(), "a copy drafter should continue a 15-token copy");
-    CHECK(drafts.front() == 115);
-    const auto stop = std::find(drafts.begin(), drafts.end(), eot);
-    CHECK_MESSAGE(drafts.end() - stop <= 1, "nothing may follow the end-of-turn token 900");
+    o.stop_tokens = {900};
+    check_copy_stops_at_end_of_turn(900, o);
   }
 }
 
