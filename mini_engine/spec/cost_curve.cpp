@@ -25,7 +25,11 @@ void check_axes(const std::vector<int>& batch_sizes, int max_k, const std::strin
       throw std::invalid_argument(source + ": batch sizes must be strictly increasing");
     }
   }
-  if (max_k < 0) throw std::invalid_argument(source + ": max_k must be >= 0");
+  // k is a round's draft count, which the decoding loops keep in [1, 64].
+  if (max_k < 0 || max_k > 64) {
+    throw std::invalid_argument(source + ": max_k must be in [0, 64], got " +
+                                std::to_string(max_k));
+  }
 }
 
 bool good_seconds(double s) { return std::isfinite(s) && s > 0.0; }
@@ -205,7 +209,7 @@ CostCurve measure_cost_curve(BatchTarget& target, const Clock& clock, std::vecto
   if (options.context < 1 || options.reps < 1 || options.warmup < 0) {
     throw std::invalid_argument("measure_cost_curve: need context >= 1, reps >= 1, warmup >= 0");
   }
-  if (options.context + max_k + 1 > target.max_length()) {
+  if (static_cast<long long>(options.context) + max_k + 1 > target.max_length()) {
     throw ContextOverflow("measure_cost_curve: context " + std::to_string(options.context) + " + " +
                           std::to_string(max_k + 1) + " tokens exceeds " + target.name() +
                           "'s max_length " + std::to_string(target.max_length()));

@@ -23,8 +23,8 @@ namespace speclab {
 class CostCurve {
  public:
   // Builds a table by calling seconds(b, k) for every b in batch_sizes and k in 0..max_k.
-  // Requires batch_sizes strictly increasing, each >= 1, max_k >= 0 and every value finite and
-  // > 0; throws std::invalid_argument naming the bad input otherwise.
+  // Requires batch_sizes strictly increasing, each >= 1, 0 <= max_k <= 64 and every value finite
+  // and > 0; throws std::invalid_argument naming the bad input otherwise.
   static CostCurve from_function(std::vector<int> batch_sizes, int max_k,
                                  const std::function<double(int b, int k)>& seconds,
                                  std::string source = "function");

@@ -1,6 +1,7 @@
 // CostCurve: the table, its CSV format, interpolation, and measuring one from a BatchTarget.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -44,6 +45,9 @@ TEST_SUITE("engine / cost curve") {
     CHECK_THROWS_AS(CostCurve::from_function({4, 1}, 2, one), std::invalid_argument);
     CHECK_THROWS_AS(CostCurve::from_function({0, 1}, 2, one), std::invalid_argument);
     CHECK_THROWS_AS(CostCurve::from_function({1}, -1, one), std::invalid_argument);
+    INFO("k counts a round's drafts, at most 64: a huge max_k would make 2^31 calls");
+    CHECK_THROWS_WITH_AS(CostCurve::from_function({1}, 65, one), doctest::Contains("[0, 64]"),
+                         std::invalid_argument);
     CHECK_THROWS_WITH_AS(CostCurve::from_function(
                              {1, 2}, 2, [](int b, int k) { return b == 2 && k == 1 ? 0.0 : 1.0; }),
                          doctest::Contains("T(b=2, k=1)"), std::invalid_argument);
@@ -124,6 +128,10 @@ TEST_SUITE("engine / cost curve") {
     MeasureOptions bad;
     bad.context = 0;
     CHECK_THROWS_AS(measure_cost_curve(toy, toy.clock(), {1}, 4, bad), std::invalid_argument);
+    INFO("a context near INT_MAX: context + max_k + 1 must not overflow past the length check");
+    MeasureOptions huge;
+    huge.context = std::numeric_limits<int>::max() - 4;
+    CHECK_THROWS_AS(measure_cost_curve(toy, toy.clock(), {1}, 8, huge), ContextOverflow);
   }
 
   TEST_CASE("the committed example curve loads and matches the toy cost model it was made from") {
