@@ -610,7 +610,14 @@ std::string why_ignored(const CLI::App& cmd, const std::string& flag, const Flag
     return {};
   }
   if (flag == "--threads") {
-    return run.toy ? "the toy target runs no worker threads (they are for a real model)" : "";
+    if (run.toy) return "the toy target runs no worker threads (they are for a real model)";
+    return run.cuda ? "--device cuda runs the model on the GPU (--threads sets the CPU model's "
+                      "worker threads)"
+                    : "";
+  }
+  if (flag == "--device") {
+    return run.toy && run.cuda ? "the toy target runs on the CPU (--device is for a real model)"
+                               : "";
   }
   if (flag == "--prompt-len") {
     if (!run.toy) return toy_only;

@@ -167,6 +167,7 @@ void check_fits_context(const Model& model, std::size_t prompt_tokens, int max_n
 // What one run uses, to tell which of the flags given have no effect on it.
 struct FlagContext {
   bool toy = false;                        // --model toy
+  bool cuda = false;                       // --device cuda
   std::vector<std::string> drafters = {};  // the drafters it builds; bench: all it compares
   std::string auto_inner = {};             // the drafter auto steers, when auto is among them
   bool prompt_given = false;               // generate, trace: --prompt or --prompt-file
@@ -178,7 +179,8 @@ struct FlagContext {
 // The flags given on `cmd`'s command line (Option::count() after parsing) that have no effect on
 // the run `run` describes, one line each, in --help order: "--pool-private has no effect: it is
 // an option of --drafter pool, and this run uses ngram". They are the toy target's flags with a
-// real model (and --regime in bench, whose toy workloads set it), --threads on the toy target,
+// real model (and --regime in bench, whose toy workloads set it), --threads on the toy target or
+// with --device cuda, --device cuda with the toy target (which runs on the CPU),
 // trace's --prompt-len with a prompt given, --system and --raw where there is no chat template
 // (the toy target; --system with --raw), --k with --drafter none, --seed where it seeds nothing
 // (run.seed_unused), and an option of a drafter that the run does not use (in bench: that none of
