@@ -36,6 +36,10 @@ Token sample_from_logits(std::span<const float> row, double temperature, double 
     throw std::invalid_argument("temperature must be finite and >= 0, got " +
                                 std::to_string(temperature));
   }
+  if (!(u >= 0.0 && u < 1.0)) {
+    // u = 1 (or more) would fall past the last token, and a NaN u would fall nowhere.
+    throw std::invalid_argument("u must be in [0, 1), got " + std::to_string(u));
+  }
   if (temperature == 0.0) return argmax(row);
   const std::vector<double> p = softmax(row, temperature);
   double cdf = 0.0;

@@ -41,6 +41,17 @@ TEST_SUITE("engine / sampling") {
     CHECK(counts[3] / 20000.0 == doctest::Approx(0.6).epsilon(0.05));
   }
 
+  TEST_CASE("a u outside [0, 1) is rejected, not mapped to the last token") {
+    const std::vector<float> row = {0.0f, 1.0f, 2.0f};
+    for (const double u : {1.0, 1.5, -0.1, static_cast<double>(NAN)}) {
+      CAPTURE(u);
+      CHECK_THROWS_WITH_AS(sample_from_logits(row, 1.0, u), doctest::Contains("[0, 1)"),
+                           std::invalid_argument);
+      CHECK_THROWS_AS(sample_from_logits(row, 0.0, u), std::invalid_argument);
+    }
+    CHECK(sample_from_logits(row, 1.0, 0.0) == 0);
+  }
+
   TEST_CASE("a negative temperature is rejected") {
     const std::vector<float> row = {1.0f, 2.0f};
     CHECK_THROWS_AS(sample_from_logits(row, -1.0, 0.5), std::invalid_argument);
