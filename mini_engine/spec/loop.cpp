@@ -132,10 +132,10 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
   std::vector<Token> context(prompt.begin(), prompt.end());
   result.stats.prefill_seconds = clock.now() - t_start;
 
-  // The drafter's own set-up counts as draft time.
+  // The drafter's own set-up counts as draft time: the first round's record carries it.
   double t0 = clock.now();
   drafter.begin(prompt);
-  result.stats.draft_seconds += clock.now() - t0;
+  double setup_seconds = clock.now() - t0;
 
   while (static_cast<int>(result.tokens.size()) < config.max_new_tokens) {
     const int remaining = config.max_new_tokens - static_cast<int>(result.tokens.size());
@@ -151,7 +151,8 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
     round.position = static_cast<std::int64_t>(context.size());
     t0 = clock.now();
     if (k > 0) round.drafts = drafter.propose(context, k);
-    round.draft_seconds = clock.now() - t0;
+    round.draft_seconds = clock.now() - t0 + setup_seconds;
+    setup_seconds = 0.0;
     if (static_cast<int>(round.drafts.size()) > std::max(k, 0)) {
       throw std::logic_error("drafter '" + drafter.name() + "' proposed " +
                              std::to_string(round.drafts.size()) + " tokens but k is " +
@@ -205,14 +206,16 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
                   round.emitted.size() == static_cast<size_t>(n_drafts) + 1;
     context.insert(context.end(), round.emitted.begin(), round.emitted.end());
     result.tokens.insert(result.tokens.end(), round.emitted.begin(), round.emitted.end());
-    result.stats.draft_seconds += round.draft_seconds;
     result.stats.verify_seconds += round.verify_seconds;
     result.stats.record_round(n_drafts, round.accepted, static_cast<int>(round.emitted.size()));
 
     round.logits = &logits;
     t0 = clock.now();
     drafter.observe(context, round);
-    result.stats.draft_seconds += clock.now() - t0;
+    // Observing is the drafter's time too: the record passed to on_round includes it, so the
+    // rounds' draft_seconds add up to the stats'.
+    round.draft_seconds += clock.now() - t0;
+    result.stats.draft_seconds += round.draft_seconds;
     if (config.on_round) config.on_round(round);
     if (result.stopped) break;
   }

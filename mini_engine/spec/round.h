@@ -17,8 +17,9 @@ struct RoundRecord {
   bool bonus = false;  // every draft was accepted and the extra token, emitted too, came for free
   const Logits* logits = nullptr;  // the verify pass: drafts.size() + 1 rows; valid only
                                    // during the Drafter::observe / on_round call
-  double draft_seconds = 0.0;
-  double verify_seconds = 0.0;
+  double draft_seconds = 0.0;      // propose(); in on_round also observe() (and, in the first
+                                   // round, begin()): the rounds add up to SpecStats::draft_seconds
+  double verify_seconds = 0.0;     // the verify pass and the verify rule
 };
 
 }  // namespace speclab

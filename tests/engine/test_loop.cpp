@@ -194,6 +194,48 @@ TEST_SUITE("engine / speculative loop") {
     CHECK(spec.stats.total_seconds == spec_clock.now());
   }
 
+  TEST_CASE("the rounds' draft_seconds add up to the stats': begin and observe included") {
+    // The records held only propose()'s time, so a trace's draft_s summed to a fraction of the
+    // stats line's draft time for a drafter that learns in observe() (the suffix automaton).
+    class TimedDrafter final : public Drafter {
+     public:
+      explicit TimedDrafter(SimulatedClock& clock) : clock_(clock) {}
+      std::string name() const override { return "timed"; }
+      void begin(std::span<const Token> p) override {
+        clock_.advance(100.0);
+        inner_.begin(p);
+      }
+      std::vector<Token> propose(std::span<const Token> context, int k) override {
+        clock_.advance(1.0);
+        return inner_.propose(context, k);
+      }
+      void observe(std::span<const Token> context, const RoundRecord& r) override {
+        clock_.advance(10.0);
+        inner_.observe(context, r);
+      }
+
+     private:
+      SimulatedClock& clock_;
+      PromptLookupDrafter inner_{1};
+    };
+    SimulatedClock clock;
+    ToyTarget t(ToyTargetConfig{.regime = ToyRegime::periodic, .seed = 3, .period = 5});
+    TimedDrafter d(clock);
+    DecodeConfig dc;
+    dc.max_new_tokens = 20;
+    dc.k = 3;
+    dc.clock = &clock;
+    std::vector<double> per_round;
+    dc.on_round = [&](const RoundRecord& r) { per_round.push_back(r.draft_seconds); };
+    const auto out = run_speculative(t, d, greedy_verify_rule(), t.make_prompt(8), dc);
+    REQUIRE(per_round.size() >= 2);
+    CHECK(per_round[0] == 111.0);  // begin + propose + observe
+    CHECK(per_round[1] == 11.0);
+    double sum = 0.0;
+    for (double s : per_round) sum += s;
+    CHECK(sum == out.stats.draft_seconds);
+  }
+
   TEST_CASE("a verify rule whose target token is outside the vocabulary is reported") {
     // The contract check covered the accepted drafts but not the target's own token, so a bad id
     // was emitted silently (on the last round nothing ever fed it back to the target).

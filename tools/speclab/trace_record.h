@@ -15,7 +15,8 @@
 //                             with it, as draft[0..accepted), with no target token; the run
 //                             ends here. (A stop token that is the target's own token keeps the
 //                             round's usual kind; the run ends after it too.)
-//   draft_s    seconds spent in the drafter this round
+//   draft_s    seconds spent in the drafter this round (propose and observe; the first round
+//              also its begin): they add up to the stats line's draft time
 //   verify_s   seconds spent in the verify pass this round
 //   text       (real models only) the emitted tokens as text
 #include <cstdint>
