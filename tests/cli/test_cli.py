@@ -943,6 +943,28 @@ class StarterImpl(unittest.TestCase):
                              "none", env={"LAB_IMPL": "starter"}, timeout=900)
         self.assertEqual(rc, 0, err)
 
+    def test_a_trace_that_fails_leaves_its_out_file_as_it_was(self):
+        # The file was truncated before the run and written as it went: a run that failed (here
+        # the starter's TODO) destroyed an earlier trace and left an empty or half-written one.
+        with tempfile.TemporaryDirectory() as tmp:
+            earlier = Path(tmp) / "trace.jsonl"
+            earlier.write_text("an earlier trace\n")
+            fresh = Path(tmp) / "new.jsonl"
+            for out in (earlier, fresh):
+                rc, _, err = speclab("trace", "--model", "toy", "--max-new-tokens", "20", "--out",
+                                     str(out), env={"LAB_IMPL": "starter"}, timeout=900)
+                self.assertEqual(rc, 1, err)
+                self.assertIn("your starter is not finished", err)
+            self.assertEqual(earlier.read_text(), "an earlier trace\n")
+            self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), ["trace.jsonl"])
+            # A run that succeeds replaces it.
+            rc, _, err = speclab("trace", "--model", "toy", "--max-new-tokens", "20", "--out",
+                                 str(earlier))
+            self.assertEqual(rc, 0, err)
+            lines = earlier.read_text().splitlines()
+            self.assertEqual(sum(len(json.loads(line)["emitted"]) for line in lines), 20)
+            self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), ["trace.jsonl"])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

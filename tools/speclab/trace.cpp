@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -32,22 +33,49 @@ struct TraceOptions {
 void run_trace(const TraceOptions& o) {
   OnePromptRun run = prepare_one_prompt_run(o.target, o.drafter, o.decode, o.prompt);
 
+  // The lines go to a file beside --out, renamed over it once the run is done: a run that fails
+  // half-way leaves --out as it was (an earlier trace is not lost) and nothing half-written.
   std::ofstream file;
   std::ostream* out = &std::cout;
+  const std::string partial = o.out + ".partial";
   if (o.out != "-") {
-    file = open_output_file(o.out, "--out");
+    check_output_file(o.out, "--out");
+    file = open_output_file(partial, "--out");
     out = &file;
   }
+  const auto discard = [&] {
+    if (o.out == "-") return;
+    file.close();
+    std::error_code ec;
+    std::filesystem::remove(partial, ec);
+  };
   std::int64_t index = 0;
   run.config.on_round = [&](const RoundRecord& r) {
     *out << trace_record(index++, r, *run.model.codec)
                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
          << '\n';
   };
-  const GenerationResult result =
-      run_decode(*run.model.target, run.drafter.get(), run.verify, run.prompt, run.config);
+  GenerationResult result;
+  try {
+    result = run_decode(*run.model.target, run.drafter.get(), run.verify, run.prompt, run.config);
+  } catch (...) {
+    discard();
+    throw;
+  }
   out->flush();
-  if (!*out) throw std::runtime_error("trace: writing '" + o.out + "' failed");
+  if (o.out != "-") file.close();
+  if (!*out) {
+    discard();
+    throw std::runtime_error("trace: writing '" + o.out + "' failed");
+  }
+  if (o.out != "-") {
+    std::error_code ec;
+    std::filesystem::rename(partial, o.out, ec);
+    if (ec) {
+      discard();
+      throw std::runtime_error("trace: writing '" + o.out + "' failed: " + ec.message());
+    }
+  }
   std::fprintf(stderr, "trace: %s, %s, k=%d: %s%s\n", run.model.description.c_str(),
                run.drafter ? run.drafter->name().c_str() : "none (plain decoding)", o.decode.k,
                result.stats.summary().c_str(), result.stopped ? " (stopped at end of turn)" : "");
@@ -70,8 +98,10 @@ void add_trace(CLI::App& app) {
   add_target_flags(*cmd, o->target);
   add_drafter_flags(*cmd, o->drafter);
   add_decode_flags(*cmd, o->decode);
-  cmd->add_option("--out", o->out,
-                  "Output file (JSON Lines; its folder is created), or - for standard output")
+  cmd->add_option(
+         "--out", o->out,
+         "Output file (JSON Lines; its folder is created; written in full when the run ends, "
+         "so a run that fails leaves it as it was), or - for standard output")
       ->required();
   cmd->callback([o, cmd]() {
     warn_ignored_flags(*cmd, one_prompt_flag_context(o->target, o->drafter, o->prompt, o->decode));
