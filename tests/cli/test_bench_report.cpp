@@ -3,6 +3,9 @@
 // ratio and not the figure.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -11,9 +14,11 @@
 using speclab::CoreRoundTrip;
 using speclab::probe_scope_text;
 using speclab::RoundTripRange;
+using speclab::cli::BenchMeta;
 using speclab::cli::CaseResult;
 using speclab::cli::median_ratio;
 using speclab::cli::round_trip_line;
+using speclab::cli::write_csv;
 
 TEST_CASE("median_ratio: the median of the per-repeat ratios, not a ratio of sums") {
   // Repeat 3's speculative run hit a slow spell: sums would give 30 / 60 = 0.5.
@@ -64,4 +69,36 @@ TEST_CASE("the round-trip line names the CPUs probed when they may not be the mo
         "cross-core round trip: 80 to 400 ns over 2 probes, " + when + ", " + r.scope +
             " (two CPUs on one die or on two: see book/engine_forward.md)\n");
   CHECK(round_trip_line(RoundTripRange{}, when) == "cross-core round trip: n/a (not measured)\n");
+}
+
+TEST_CASE("the CSV's per-repeat seconds keep enough digits to give its speedup_median") {
+  // std::to_string wrote microseconds as 0.000003 and 0.000002: a ratio of 1.5, not 1.4.
+  CaseResult c;
+  c.workload = "toy-periodic";
+  c.drafter = "prompt-lookup";
+  c.base_seconds = {2.8e-6};
+  c.spec_seconds = {2.0e-6};
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "speclab_test_bench_report.csv").string();
+  write_csv(path, BenchMeta{}, {c});
+  std::ifstream in(path);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  std::filesystem::remove(path);
+  const auto field = [](const std::string& line, const std::string& name, const std::string& of) {
+    std::vector<std::string> names, values;
+    for (auto* v : {&names, &values}) {
+      std::stringstream s(v == &names ? of : line);
+      for (std::string f; std::getline(s, f, ',');) v->push_back(f);
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == name) return values.at(i);
+    }
+    return std::string("(no column ") + name + ")";
+  };
+  const double plain = std::stod(field(row, "plain_seconds", header));
+  const double spec = std::stod(field(row, "spec_seconds", header));
+  CHECK(plain / spec == doctest::Approx(c.speedup_median()).epsilon(1e-6));
+  CHECK(std::stod(field(row, "speedup_median", header)) == doctest::Approx(1.4).epsilon(1e-5));
 }

@@ -194,11 +194,15 @@ void write_csv(const std::string& path, const BenchMeta& meta,
          "core_round_trip_ns_min,core_round_trip_ns_max\n";
 
   for (const CaseResult& c : cases) {
+    // Nine significant digits: std::to_string's six decimals wrote a toy run's microseconds as
+    // 0.000003, so the per-repeat times no longer gave the speedup_median beside them.
     const auto joined = [](const std::vector<double>& values) {
       std::string out;
+      char text[32];
       for (double v : values) {
         if (!out.empty()) out += ';';
-        out += std::to_string(v);
+        std::snprintf(text, sizeof text, "%.9g", v);
+        out += text;
       }
       return out;
     };
