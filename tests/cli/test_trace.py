@@ -3,6 +3,7 @@ tools/speclab/trace_record.h, which the book's plots (tools/book_site/plots.py) 
 
 import json
 import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -101,3 +102,30 @@ def test_the_output_folder_is_created(tmp_path):
     subprocess.run([SPECLAB, "trace", "--model", "toy", "--max-new-tokens", "8", "--out", str(out)],
                    check=True, capture_output=True, text=True)
     assert len(out.read_text().splitlines()) > 0
+
+
+def test_out_through_a_link_or_into_a_pipe_keeps_the_link_and_the_pipe(tmp_path):
+    # The trace is written beside --out and renamed over it at the end (a failed run leaves --out
+    # as it was): that must write through a link, and never replace a pipe or a device such as
+    # /dev/null with a regular file.
+    real = tmp_path / "real.jsonl"
+    real.write_text("an earlier trace\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    subprocess.run([SPECLAB, "trace", "--max-new-tokens", "10", "--out", str(link)], check=True,
+                   capture_output=True, text=True)
+    assert link.is_symlink()
+    assert sum(len(json.loads(line)["emitted"]) for line in real.read_text().splitlines()) == 10
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.jsonl", "real.jsonl"]
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
+    try:
+        subprocess.run([SPECLAB, "trace", "--max-new-tokens", "10", "--out", str(fifo)],
+                       check=True, capture_output=True, text=True, timeout=60)
+        got, _ = reader.communicate(timeout=10)
+    finally:
+        reader.kill()
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sum(len(json.loads(line)["emitted"]) for line in got.splitlines()) == 10

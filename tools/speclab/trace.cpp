@@ -33,21 +33,33 @@ struct TraceOptions {
 void run_trace(const TraceOptions& o) {
   OnePromptRun run = prepare_one_prompt_run(o.target, o.drafter, o.decode, o.prompt);
 
-  // The lines go to a file beside --out, renamed over it once the run is done: a run that fails
-  // half-way leaves --out as it was (an earlier trace is not lost) and nothing half-written.
+  // The lines go to a file beside --out (beside the file a link names), renamed over it once
+  // the run is done: a run that fails half-way leaves --out as it was (an earlier trace is not
+  // lost) and nothing half-written. Anything but a regular file (/dev/null, a pipe) is written
+  // directly: a rename would replace the device or the pipe itself.
+  namespace fs = std::filesystem;
   std::ofstream file;
   std::ostream* out = &std::cout;
-  const std::string partial = o.out + ".partial";
+  std::string target = o.out;  // what the partial file is renamed to; "" = written directly
   if (o.out != "-") {
     check_output_file(o.out, "--out");
-    file = open_output_file(partial, "--out");
+    std::error_code ec;
+    const fs::file_type type = fs::status(o.out, ec).type();
+    if (type == fs::file_type::regular) {
+      const fs::path real = fs::canonical(o.out, ec);
+      if (!ec) target = real.string();
+    } else if (type != fs::file_type::not_found) {
+      target.clear();
+    }
+    file = open_output_file(target.empty() ? o.out : target + ".partial", "--out");
     out = &file;
   }
+  const bool via_partial = o.out != "-" && !target.empty();
   const auto discard = [&] {
-    if (o.out == "-") return;
+    if (!via_partial) return;
     file.close();
     std::error_code ec;
-    std::filesystem::remove(partial, ec);
+    fs::remove(target + ".partial", ec);
   };
   std::int64_t index = 0;
   run.config.on_round = [&](const RoundRecord& r) {
@@ -68,9 +80,9 @@ void run_trace(const TraceOptions& o) {
     discard();
     throw std::runtime_error("trace: writing '" + o.out + "' failed");
   }
-  if (o.out != "-") {
+  if (via_partial) {
     std::error_code ec;
-    std::filesystem::rename(partial, o.out, ec);
+    fs::rename(target + ".partial", target, ec);
     if (ec) {
       discard();
       throw std::runtime_error("trace: writing '" + o.out + "' failed: " + ec.message());
