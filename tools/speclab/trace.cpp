@@ -42,14 +42,14 @@ void run_trace(const TraceOptions& o) {
   std::ostream* out = &std::cout;
   std::string target = o.out;  // what the partial file is renamed to; "" = written directly
   if (o.out != "-") {
-    check_output_file(o.out, "--out");
     std::error_code ec;
     const fs::file_type type = fs::status(o.out, ec).type();
-    if (type == fs::file_type::regular) {
-      const fs::path real = fs::canonical(o.out, ec);
+    if (type == fs::file_type::regular || type == fs::file_type::not_found) {
+      check_output_file(o.out, "--out");  // unwritable: said now, not after the run
+      const fs::path real = fs::weakly_canonical(o.out, ec);
       if (!ec) target = real.string();
-    } else if (type != fs::file_type::not_found) {
-      target.clear();
+    } else {
+      target.clear();  // opened once only: a pipe's reader sees a single writer
     }
     file = open_output_file(target.empty() ? o.out : target + ".partial", "--out");
     out = &file;
