@@ -109,6 +109,8 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
     out.stats.prefill_seconds = dt;
     for (auto& r : out.requests) r.stats.prefill_seconds = dt;
   }
+  // Each request's begin() is draft time; its first round's record carries it too (round.h).
+  std::vector<double> setup_seconds(requests.size(), 0.0);
   for (size_t i = 0; i < requests.size(); ++i) {
     if (requests[i].drafter == nullptr) continue;
     const double t0 = clock.now();
@@ -116,6 +118,7 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
     const double dt = clock.now() - t0;
     out.requests[i].stats.draft_seconds += dt;
     out.stats.draft_seconds += dt;
+    setup_seconds[i] = dt;
   }
 
   std::vector<size_t> active(requests.size());
@@ -262,6 +265,10 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
         const double dt = clock.now() - t0;
         res.stats.draft_seconds += dt;
         out.stats.draft_seconds += dt;
+        // The record passed to on_round holds all of the round's drafter time, as in
+        // run_speculative: propose, observe and (first round) begin.
+        round.draft_seconds += dt + setup_seconds[i];
+        setup_seconds[i] = 0.0;
       }
       if (req.config.on_round) req.config.on_round(round);
       round.logits = nullptr;

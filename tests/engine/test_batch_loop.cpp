@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "clocked_drafter.h"
 #include "mini_engine/spec/batch_loop.h"
 #include "mini_engine/spec/loop.h"
 #include "mini_engine/targets/toy_batch_target.h"
@@ -386,5 +387,45 @@ TEST_SUITE("engine / batched speculative loop") {
     CHECK_THROWS_WITH_AS(run_speculative_batch(batch, reqs, greedy_verify_rule()),
                          doctest::Contains("request 1: context full"), ContextOverflow);
     CHECK(batch.sequences().empty());
+  }
+
+  TEST_CASE(
+      "each request's rounds' draft_seconds add up to its stats': begin and observe included") {
+    // As in run_speculative: the record passed to on_round holds propose, observe and, in the
+    // request's first round, begin. It held propose alone.
+    const ToyTargetConfig cfg = periodic_cfg(5, 0.0);
+    ToyBatchTarget batch(cfg);
+    SimulatedClock clock;
+    PromptLookupDrafter i0(1), i1(2);
+    testing::ClockedDrafter d0(clock, i0), d1(clock, i1);
+    std::vector<BatchRequest> reqs(2);
+    std::vector<std::vector<double>> per_round(2);
+    Drafter* ds[] = {&d0, &d1};
+    for (int i = 0; i < 2; ++i) {
+      reqs[i].prompt = prompt_for(ToyTarget(cfg), i, 10);
+      reqs[i].drafter = ds[i];
+      reqs[i].config.k = 3;
+      reqs[i].config.max_new_tokens = 15 + 5 * i;
+      reqs[i].config.on_round = [&per_round, i](const RoundRecord& r) {
+        per_round[static_cast<size_t>(i)].push_back(r.draft_seconds);
+      };
+    }
+    BatchDecodeConfig bc;
+    bc.clock = &clock;
+    const auto res = run_speculative_batch(batch, reqs, greedy_verify_rule(), bc);
+    double all = 0.0;
+    for (size_t i = 0; i < 2; ++i) {
+      CAPTURE(i);
+      const auto& rounds = per_round[i];
+      REQUIRE(rounds.size() >= 2);
+      using testing::ClockedDrafter;
+      CHECK(rounds[0] ==
+            ClockedDrafter::kBegin + ClockedDrafter::kPropose + ClockedDrafter::kObserve);
+      CHECK(rounds[1] == ClockedDrafter::kPropose + ClockedDrafter::kObserve);
+      CHECK(std::accumulate(rounds.begin(), rounds.end(), 0.0) ==
+            res.requests[i].stats.draft_seconds);
+      all += res.requests[i].stats.draft_seconds;
+    }
+    CHECK(all == res.stats.draft_seconds);
   }
 }

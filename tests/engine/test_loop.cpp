@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "clocked_drafter.h"
 #include "mini_engine/core/clock.h"
 #include "mini_engine/spec/loop.h"
 #include "mini_engine/targets/toy_target.h"
@@ -197,30 +198,10 @@ TEST_SUITE("engine / speculative loop") {
   TEST_CASE("the rounds' draft_seconds add up to the stats': begin and observe included") {
     // The records held only propose()'s time, so a trace's draft_s summed to a fraction of the
     // stats line's draft time for a drafter that learns in observe() (the suffix automaton).
-    class TimedDrafter final : public Drafter {
-     public:
-      explicit TimedDrafter(SimulatedClock& clock) : clock_(clock) {}
-      std::string name() const override { return "timed"; }
-      void begin(std::span<const Token> p) override {
-        clock_.advance(100.0);
-        inner_.begin(p);
-      }
-      std::vector<Token> propose(std::span<const Token> context, int k) override {
-        clock_.advance(1.0);
-        return inner_.propose(context, k);
-      }
-      void observe(std::span<const Token> context, const RoundRecord& r) override {
-        clock_.advance(10.0);
-        inner_.observe(context, r);
-      }
-
-     private:
-      SimulatedClock& clock_;
-      PromptLookupDrafter inner_{1};
-    };
     SimulatedClock clock;
     ToyTarget t(ToyTargetConfig{.regime = ToyRegime::periodic, .seed = 3, .period = 5});
-    TimedDrafter d(clock);
+    PromptLookupDrafter inner(1);
+    testing::ClockedDrafter d(clock, inner);
     DecodeConfig dc;
     dc.max_new_tokens = 20;
     dc.k = 3;
