@@ -949,6 +949,9 @@ class StarterImpl(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             earlier = Path(tmp) / "trace.jsonl"
             earlier.write_text("an earlier trace\n")
+            # A file of the user's beside it is not the run's scratch file: it stays as it is.
+            bystander = Path(tmp) / "trace.jsonl.partial"
+            bystander.write_text("mine\n")
             fresh = Path(tmp) / "new.jsonl"
             for out in (earlier, fresh):
                 rc, _, err = speclab("trace", "--model", "toy", "--max-new-tokens", "20", "--out",
@@ -956,14 +959,17 @@ class StarterImpl(unittest.TestCase):
                 self.assertEqual(rc, 1, err)
                 self.assertIn("your starter is not finished", err)
             self.assertEqual(earlier.read_text(), "an earlier trace\n")
-            self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), ["trace.jsonl"])
+            self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()),
+                             ["trace.jsonl", "trace.jsonl.partial"])
             # A run that succeeds replaces it.
             rc, _, err = speclab("trace", "--model", "toy", "--max-new-tokens", "20", "--out",
                                  str(earlier))
             self.assertEqual(rc, 0, err)
             lines = earlier.read_text().splitlines()
             self.assertEqual(sum(len(json.loads(line)["emitted"]) for line in lines), 20)
-            self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), ["trace.jsonl"])
+            self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()),
+                             ["trace.jsonl", "trace.jsonl.partial"])
+            self.assertEqual(bystander.read_text(), "mine\n")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 // `speclab trace`: one JSON line per verify round of a speculative run, for plots and debugging.
 // The fields of each line: trace_record.h. Any model, drafter and verify rule the other
 // subcommands take works here (factory.h).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -30,6 +32,20 @@ struct TraceOptions {
   std::string out;  // "-" = standard output
 };
 
+// A name beside `target` that no file has yet, for the lines of a run in progress:
+// "<target>.partial-<pid>", with "-2", "-3"... added while that is taken, so that no file of the
+// user's is overwritten or removed.
+std::string partial_name(const std::string& target) {
+  namespace fs = std::filesystem;
+  const std::string base = target + ".partial-" + std::to_string(::getpid());
+  std::string name = base;
+  std::error_code ec;
+  for (int n = 2; fs::exists(fs::symlink_status(name, ec)); ++n) {
+    name = base + "-" + std::to_string(n);
+  }
+  return name;
+}
+
 void run_trace(const TraceOptions& o) {
   OnePromptRun run = prepare_one_prompt_run(o.target, o.drafter, o.decode, o.prompt);
 
@@ -41,6 +57,7 @@ void run_trace(const TraceOptions& o) {
   std::ofstream file;
   std::ostream* out = &std::cout;
   std::string target = o.out;  // what the partial file is renamed to; "" = written directly
+  std::string partial;         // the file the lines go to until then
   if (o.out != "-") {
     std::error_code ec;
     const fs::file_type type = fs::status(o.out, ec).type();
@@ -51,7 +68,8 @@ void run_trace(const TraceOptions& o) {
     } else {
       target.clear();  // opened once only: a pipe's reader sees a single writer
     }
-    file = open_output_file(target.empty() ? o.out : target + ".partial", "--out");
+    if (!target.empty()) partial = partial_name(target);
+    file = open_output_file(target.empty() ? o.out : partial, "--out");
     out = &file;
   }
   const bool via_partial = o.out != "-" && !target.empty();
@@ -59,7 +77,7 @@ void run_trace(const TraceOptions& o) {
     if (!via_partial) return;
     file.close();
     std::error_code ec;
-    fs::remove(target + ".partial", ec);
+    fs::remove(partial, ec);
   };
   std::int64_t index = 0;
   run.config.on_round = [&](const RoundRecord& r) {
@@ -82,7 +100,7 @@ void run_trace(const TraceOptions& o) {
   }
   if (via_partial) {
     std::error_code ec;
-    fs::rename(target + ".partial", target, ec);
+    fs::rename(partial, target, ec);
     if (ec) {
       discard();
       throw std::runtime_error("trace: writing '" + o.out + "' failed: " + ec.message());
