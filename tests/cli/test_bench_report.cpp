@@ -71,7 +71,8 @@ TEST_CASE("the round-trip line names the CPUs probed when they may not be the mo
   CHECK(round_trip_line(RoundTripRange{}, when) == "cross-core round trip: n/a (not measured)\n");
 }
 
-TEST_CASE("the CSV's per-repeat seconds keep enough digits to give its speedup_median") {
+TEST_CASE(
+    "the CSV's per-repeat seconds give its speedup_median, and a case with no n leaves n empty") {
   // std::to_string wrote microseconds as 0.000003 and 0.000002: a ratio of 1.5, not 1.4.
   CaseResult c;
   c.workload = "toy-periodic";
@@ -101,4 +102,7 @@ TEST_CASE("the CSV's per-repeat seconds keep enough digits to give its speedup_m
   const double spec = std::stod(field(row, "spec_seconds", header));
   CHECK(plain / spec == doctest::Approx(c.speedup_median()).epsilon(1e-6));
   CHECK(std::stod(field(row, "speedup_median", header)) == doctest::Approx(1.4).epsilon(1e-5));
+  // prompt-lookup here has no n set: the column is empty, as the JSON's null and the table's "-"
+  // (it said 0, which reads as an n-gram length).
+  CHECK(field(row, "n", header).empty());
 }
