@@ -211,10 +211,11 @@ void write_csv(const std::string& path, const BenchMeta& meta,
     out << csv_field(meta.model) << ',' << meta.lab_impl << ',' << meta.clock << ','
         << meta.temperature << ',' << meta.max_new_tokens << ',' << meta.repeats << ','
         << csv_field(c.workload) << ',' << c.drafter << ',' << csv_field(c.drafter_name) << ','
-        << c.k << ',' << c.n << ',' << c.spec.target_runs << ',' << c.spec.drafted << ','
-        << c.spec.accepted << ',' << c.spec.emitted << ',' << c.spec.tokens_per_run() << ','
-        << c.spec.acceptance_rate() << ',' << joined(c.conversation_al()) << ','
-        << acceptance_by_position(c.spec, ";", 4) << ','
+        << c.k << ',' << (c.n > 0 ? std::to_string(c.n) : std::string())  // empty: no n (JSON null)
+        << ',' << c.spec.target_runs << ',' << c.spec.drafted << ',' << c.spec.accepted << ','
+        << c.spec.emitted << ',' << c.spec.tokens_per_run() << ',' << c.spec.acceptance_rate()
+        << ',' << joined(c.conversation_al()) << ',' << acceptance_by_position(c.spec, ";", 4)
+        << ','
         << (c.spec_later_turns.target_runs > 0 ? std::to_string(c.spec_later_turns.tokens_per_run())
                                                : std::string())
         << ',' << c.draft_us_per_token() << ',' << c.base_tokens_per_second() << ','

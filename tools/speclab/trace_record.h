@@ -18,7 +18,9 @@
 //   draft_s    seconds spent in the drafter this round (propose and observe; the first round
 //              also its begin): they add up to the stats line's draft time
 //   verify_s   seconds spent in the verify pass this round
-//   text       (real models only) the emitted tokens as text
+//   text       (real models only) the emitted tokens as text, decoded on their own: a character
+//              whose bytes are split between two rounds shows as U+FFFD in both, so the texts
+//              joined can differ from the run's text (decode the joined `emitted` ids for that)
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
