@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -111,6 +112,11 @@ struct SuffixMatch {
                           // always < size() - 1. -1 when length == 0
   bool operator==(const SuffixMatch&) const = default;
 };
+
+// How a failed test prints a match: {length 2, end 7}.
+inline std::ostream& operator<<(std::ostream& os, const SuffixMatch& m) {
+  return os << "{length " << m.length << ", end " << m.end << "}";
+}
 
 // An online suffix automaton over a token stream: the smallest automaton that accepts every
 // substring of the tokens seen so far. Each state stands for a set of substrings that end at the
