@@ -48,17 +48,25 @@ TEST_SUITE("lab05 / Extending by one token") {
       SuffixAutomaton sa;
       for (Token t : s) sa.extend(t);
       CHECK(sa.size() == s.size());
+      std::string shown;
+      for (Token t : s) shown += std::to_string(t) + " ";
+      INFO("seed=", seed, ", the stream: ", shown);
       // Every substring is accepted...
       for (std::size_t i = 0; i < s.size(); ++i) {
         for (std::size_t j = i + 1; j <= s.size(); ++j) {
-          REQUIRE(sa.contains(std::span<const Token>(s).subspan(i, j - i)));
+          const V sub(s.begin() + static_cast<std::ptrdiff_t>(i),
+                      s.begin() + static_cast<std::ptrdiff_t>(j));
+          INFO("the automaton rejects tokens [", i, ", ", j, ") of the stream, ", sub);
+          REQUIRE(sa.contains(sub));
         }
       }
       // ...and every 4-token string over the alphabet that is not a substring is rejected.
       for (int code = 0; code < 81; ++code) {
         const V w = {code % 3, code / 3 % 3, code / 9 % 3, code / 27 % 3};
         const bool occurs = std::search(s.begin(), s.end(), w.begin(), w.end()) != s.end();
-        INFO("seed=", seed, " word=", w[0], w[1], w[2], w[3]);
+        INFO("the word ", w,
+             (occurs ? " occurs in the stream, but the automaton rejects it"
+                     : " never occurs in the stream, but the automaton accepts it"));
         CHECK(sa.contains(w) == occurs);
       }
     }
