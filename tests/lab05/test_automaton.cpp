@@ -89,7 +89,9 @@ TEST_SUITE("lab05 / Extending by one token") {
     // second place, so "2" must be split off into a clone whose first occurrence ends at 1.
     SuffixAutomaton sa;
     for (Token t : {1, 2, 2}) sa.extend(t);
-    INFO("see the chapter, 'Extending by one token': the clone keeps the original's first end");
+    INFO(
+        "see the chapter, 'Extending by one token': '2' needs a clone (5 states, not 4), and the"
+        " clone keeps the original's first end (1)");
     CHECK(sa.longest_match() == SuffixMatch{1, 1});
     CHECK(sa.num_states() == 5);
     CHECK(sa.contains(V{2, 2}));
