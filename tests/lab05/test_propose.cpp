@@ -43,6 +43,8 @@ TEST_SUITE("lab05 / Proposing from the match") {
         for (int k : {1, 4}) {
           for (int min_match : {1, 3}) {
             INFO("prefix length ", prefix.size(), " k=", k, " min_match=", min_match);
+            INFO("oracle's match: ", brute_longest_match(prefix),
+                 "; longest_match(): ", sa.longest_match());
             REQUIRE(sa.propose(k, min_match) == brute_propose(prefix, k, min_match));
           }
         }
