@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <tuple>
 #include <vector>
@@ -165,24 +166,46 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
   }
 
   TEST_CASE("record_round rejects a round that does not fit the context") {
+    // Every call below must throw before it records anything. Each gets a fresh storage, checked
+    // empty right after, so that a failure names the call that recorded.
     HandRound h;
-    OneLevelNGramStorage s(2);
-    CHECK_THROWS_AS(record_round(s, h.context, h.round, 0), std::invalid_argument);
-    const V wrong_end = {1, 2, 3, 7, 9};
-    CHECK_THROWS_AS(record_round(s, wrong_end, h.round, 2), std::invalid_argument);
-    const V too_long = {1, 2, 3, 7, 8, 8};
-    CHECK_THROWS_AS(record_round(s, too_long, h.round, 2), std::invalid_argument);
+    const auto check_rejected = [](std::span<const Token> context, const RoundRecord& round,
+                                   int filler_top_k) {
+      OneLevelNGramStorage s(2);
+      CHECK_THROWS_AS(record_round(s, context, round, filler_top_k), std::invalid_argument);
+      CHECK(s.size() == 0);
+    };
+    {
+      INFO("filler_top_k 0");
+      check_rejected(h.context, h.round, 0);
+    }
+    {
+      INFO("same size as the round's context, but it ends 7 9, not with the emitted 7 8");
+      const V wrong_end = {1, 2, 3, 7, 9};
+      check_rejected(wrong_end, h.round, 2);
+    }
+    {
+      INFO("a context one token longer than position + emitted.size()");
+      const V too_long = {1, 2, 3, 7, 8, 8};
+      check_rejected(too_long, h.round, 2);
+    }
     RoundRecord no_logits = h.round;
     no_logits.logits = nullptr;
-    CHECK_THROWS_AS(record_round(s, h.context, no_logits, 2), std::invalid_argument);
-    INFO("the rows are required whatever filler_top_k is, even when filler_top_k 1 reads none");
-    CHECK_THROWS_AS(record_round(s, h.context, no_logits, 1), std::invalid_argument);
-    INFO("one row for two emitted tokens: rejected up front, before row 0 is recorded");
-    const Logits one_row = scored_rows({{{7, 4.0f}, {5, 3.0f}}});
-    RoundRecord short_logits = h.round;
-    short_logits.logits = &one_row;
-    CHECK_THROWS_AS(record_round(s, h.context, short_logits, 2), std::invalid_argument);
-    CHECK(s.size() == 0);
+    {
+      INFO("round.logits is null, filler_top_k 2");
+      check_rejected(h.context, no_logits, 2);
+    }
+    {
+      INFO("round.logits is null: the rows are required even at filler_top_k 1, which reads none");
+      check_rejected(h.context, no_logits, 1);
+    }
+    {
+      INFO("one row for two emitted tokens: rejected up front, before row 0 is recorded");
+      const Logits one_row = scored_rows({{{7, 4.0f}, {5, 3.0f}}});
+      RoundRecord short_logits = h.round;
+      short_logits.logits = &one_row;
+      check_rejected(h.context, short_logits, 2);
+    }
   }
 
   TEST_CASE("memory grows with filler_top_k exactly as the target's top-k predicts") {
