@@ -3,6 +3,7 @@
 // Chapter: book/lab03_nasd.md, "Why emitting the draw is lossless" and "Checking it two ways".
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -118,6 +119,10 @@ TEST_SUITE("lab03 / Why emitting the draw is lossless") {
             const auto spec = run_speculative(target, *drafter, sampled_verify_rule(), prompt, dc);
             INFO("regime=", to_string(regime), " seed=", seed, " temperature=", temperature,
                  " drafter=", drafter->name());
+            const auto first_diff =
+                std::mismatch(spec.tokens.begin(), spec.tokens.end(), base.begin(), base.end());
+            INFO("first difference at emitted token ", first_diff.first - spec.tokens.begin(),
+                 " (the values show at most 32 tokens)");
             REQUIRE(spec.tokens == base);
             accepted += spec.stats.accepted;
             drafted += spec.stats.drafted;
