@@ -288,6 +288,7 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
     }
     const double al1 = emitted[0] / runs[0], al3 = emitted[1] / runs[1];
     std::printf("tokens per run: filler_top_k 1 -> %.3f, filler_top_k 3 -> %.3f\n", al1, al3);
+    INFO("decoded with sampled_verify_rule(): pass the 'Verifying under sampling' tests first");
     CHECK(emitted[0] == emitted[1]);
     INFO("filler_top_k 1: ", al1, "  filler_top_k 3: ", al3, " (reference 1.889 and 1.985)");
     CHECK(al3 > al1 + 0.05);
