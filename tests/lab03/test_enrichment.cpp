@@ -137,9 +137,13 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
     h.round.emitted = {7, 10};
     OneLevelNGramStorage s(2);
     record_round(s, h.context, h.round, 2);
-    CHECK(s.count(V{7}, 10) == 1);
-    CHECK(s.count(V{7}, 8) == 1);
-    CHECK(s.count(V{7}, 9) == 1);
+    {
+      INFO("row 1's top 2 (8 and 9) belong after '7', the text before emitted[1], not after '10'");
+      CHECK(s.count(V{7}, 10) == 1);
+      CHECK(s.count(V{7}, 8) == 1);
+      CHECK(s.count(V{7}, 9) == 1);
+    }
+    INFO("with 10, 8 and 9 once each after '7' (the checks above), the first one recorded wins:");
     INFO("record emitted[i] first, then top_k_tokens(row i): the header's steps 1 and 2");
     CHECK(s.next_token(V{7}) == Prediction{10, true, 1});
   }
