@@ -17,7 +17,8 @@ std::vector<Token> top_k_tokens(std::span<const float> row, int k) {
 // --8<-- [start:record_round]
 void record_round(NGramModel& storage, std::span<const Token> context, const RoundRecord& round,
                   int filler_top_k) {
-  // TODO(lab03): for each emitted token i, the real text before it is
+  // TODO(lab03): first check the whole round (nasd.h's "Requires") and throw before recording
+  // anything. Then, for each emitted token i, the real text before it is
   // context[0 .. round.position + i). Record emitted[i] after it; with filler_top_k > 1 also
   // record the top-k tokens of row i. Rows after the emitted ones belong to rejected drafts.
   (void)storage, (void)context, (void)round, (void)filler_top_k;
