@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "lab06_util.h"
@@ -115,7 +116,7 @@ TEST_SUITE("lab06 / Measuring acceptance") {
         const auto r =
             run_speculative(target, drafter, greedy_verify_rule(), lab06::prompt_for(cfg, 0), dc);
         const D alpha = acceptance_profile(r.stats, 6);
-        INFO("workload ", easy ? "periodic" : "markov", " n=", n,
+        INFO("workload ", std::string(easy ? "periodic" : "markov"), " n=", n,
              ": E(6) from the measured "
              "rates must equal emitted / runs = ",
              r.stats.tokens_per_run());
