@@ -97,11 +97,13 @@ TEST_SUITE("lab06 / Measuring acceptance") {
 
   TEST_CASE("the rates are conditional: they differ from the share of all rounds") {
     SpecStats s;
-    s.accept_length_hist = {0, 0, 5, 5};  // every round accepts 2 drafts, half accept a third
+    s.accept_length_hist = {0, 2, 4, 4};  // every round accepts 1 draft, 8 a second, 4 a third
     s.target_runs = 10;
     const D alpha = acceptance_profile(s, 3);
-    INFO("position 3 was reached by all 10 rounds and accepted by 5: alpha_3 = 0.5");
-    CHECK(alpha == D{1.0, 1.0, 0.5});
+    INFO(
+        "position 3 was reached by the 8 rounds that accepted >= 2 and passed by 4 of them: "
+        "alpha_3 = 4 / 8 = 0.5, not the share of all rounds, 4 / 10 = 0.4");
+    CHECK(alpha == D{1.0, 0.8, 0.5});
   }
 
   TEST_CASE("the measured profile reproduces a run's measured tokens per run") {
