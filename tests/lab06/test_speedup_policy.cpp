@@ -25,7 +25,9 @@ TEST_SUITE("lab06 / Expected speed-up") {
   TEST_CASE("hand-computed: the same drafts win at batch 1 and lose at batch 32") {
     const CostCurve c = hand_curve();
     const D alpha = {0.8, 0.5, 0.25, 0.0};
-    INFO("speedup = E(k) * T(b,0) / T(b,k), with E(1) = 1.8, E(2) = 2.2, E(3) = 2.3");
+    INFO(
+        "speedup = E(k) * T(b,0) / T(b,k), with E(1) = 1.8, E(2) = 2.2, E(3) = 2.3 and both T at "
+        "the batch size asked: T(1, k) = 10 11 12 13 14, T(32, k) = 20 40 60 80 100");
     CHECK(expected_speedup(c, 1, 2, alpha) == doctest::Approx(2.2 * 10 / 12));
     CHECK(expected_speedup(c, 32, 2, alpha) == doctest::Approx(2.2 * 20 / 60));
     CHECK(expected_speedup(c, 1, 3, alpha) == doctest::Approx(2.3 * 10 / 13));
