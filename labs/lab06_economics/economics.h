@@ -24,9 +24,9 @@ namespace speclab {
 // The expected tokens one round emits with k drafts:
 //   E[tokens per run](k) = 1 + sum_{i=1..k} prod_{j=1..i} α_j
 // (the target's own token is always emitted; draft i counts only if drafts 1..i all survive).
-// Uses alpha[0..k) only. k = 0 gives 1.
+// Sums over alpha[0..k) only, but checks every rate. k = 0 gives 1.
 // Throws std::invalid_argument when k < 0, k > alpha.size(), or any alpha is outside [0, 1]
-// (or NaN).
+// (or NaN), even a rate k does not use, and even at k = 0.
 double expected_tokens_per_run(std::span<const double> alpha, int k);
 // --8<-- [end:expected_tokens_per_run]
 
