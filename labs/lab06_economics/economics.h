@@ -64,9 +64,12 @@ int choose_k(const CostCurve& curve, int batch, std::span<const double> alpha, i
 // --8<-- [start:replay_reach]
 // Offline replay of one verify round under sampled verification: for drafts d_1..d_n and the
 // n + 1 logits rows the target computed for them, returns reach[i - 1] = prod_{j=1..i} p_j, the
-// chance that drafts 1..i would all be accepted, where p_j = softmax(row j - 1 / temperature)[d_j]
-// (a deterministic drafter's draft survives sampled verification with the target's probability
-// of it). temperature == 0 means greedy: p_j is 1 when d_j is the row's argmax and 0 otherwise.
+// chance that drafts 1..i would all be accepted. p_j is the target's probability of d_j in the
+// row the verifier compared d_j with, row j - 1 (rows count from 0):
+//   p_j = softmax(logits.row(j - 1) / temperature)[d_j].
+// The last row, the bonus token's, is not used. (A deterministic drafter's draft survives sampled
+// verification with the target's probability of it.) temperature == 0 means greedy: p_j is 1
+// when d_j is the row's argmax and 0 otherwise.
 // The expected tokens of the round are 1 + sum(reach).
 // Throws std::invalid_argument when logits.rows() != drafts.size() + 1, temperature < 0, or a
 // draft id is outside [0, logits.vocab()).
