@@ -35,8 +35,9 @@ double expected_tokens_per_run(std::span<const double> alpha, int k);
 // (stats.accept_length_hist[a] = rounds that accepted exactly a drafts):
 //   α_i = (rounds that accepted >= i drafts) / (rounds that accepted >= i - 1 drafts)
 // and 0 where no round accepted i - 1 drafts. A round that proposed fewer drafts than k counts as
-// accepting no more than it proposed. With these rates, expected_tokens_per_run(profile, k)
-// equals the run's measured tokens per run when the run used k drafts per round.
+// accepting no more than it proposed: the histogram already records it so. With these rates,
+// expected_tokens_per_run(profile, k) equals the run's measured tokens per run when the run used
+// k drafts per round.
 // Returns k values. Throws std::invalid_argument when k < 0 or the histogram holds no round.
 std::vector<double> acceptance_profile(const SpecStats& stats, int k);
 // --8<-- [end:acceptance_profile]
