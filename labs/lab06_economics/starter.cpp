@@ -1,7 +1,7 @@
 // Lab 06 -- your file. Implement the five functions; their contracts are in economics.h.
 // Run the tests:   LAB_IMPL=starter ctest --test-dir build -L lab06 --output-on-failure
 #include "economics.h"
-#include "mini_engine/sampling/sampling.h"  // softmax() and argmax(), for replay_reach
+#include "mini_engine/sampling/sampling.h"  // softmax(), for replay_reach (argmax() is in logits.h)
 
 namespace speclab {
 
