@@ -82,8 +82,10 @@ TEST_SUITE("lab06 / Choosing k") {
   TEST_CASE("ties go to the smaller k and break-even means do not speculate") {
     const CostCurve flat = CostCurve::from_function(
         {1}, 6, [](int, int) { return 1.0; }, "flat");
-    INFO("on a flat curve alpha = 1 1 0 0 0 0 gives E = 3 for every k >= 2: the smallest wins");
-    CHECK(choose_k(flat, 1, D{1, 1, 0, 0, 0, 0}, 6) == 2);
+    {
+      INFO("on a flat curve alpha = 1 1 0 0 0 0 gives E = 3 for every k >= 2: the smallest wins");
+      CHECK(choose_k(flat, 1, D{1, 1, 0, 0, 0, 0}, 6) == 2);
+    }
     const CostCurve c = hand_curve();
     INFO("b=32 with sure drafts: k=1 gives 2 * 20 / 40 = 1.0 exactly, no better than k=0");
     CHECK(choose_k(c, 32, D{1, 1, 1, 1}, 4) == 0);
