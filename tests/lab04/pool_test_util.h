@@ -2,6 +2,8 @@
 // Helpers shared by the lab 04 test files.
 #include <algorithm>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "mini_engine/sampling/rng.h"
@@ -43,6 +45,47 @@ inline std::vector<std::pair<V, Values>> contents(const NGramPool& pool) {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// "{3, 1}": tokens as the failure messages print them.
+inline std::string to_text(const V& tokens) {
+  std::string s = "{";
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += std::to_string(tokens[i]);
+  }
+  return s + "}";
+}
+inline std::string to_text(const Values& values) {
+  std::string s = "{";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += to_text(values[i]);
+  }
+  return s + "}";
+}
+
+// The first key whose values differ between two contents() results, in words, for a failure
+// message (doctest cannot print the rows themselves).
+inline std::string first_difference(const std::vector<std::pair<V, Values>>& got,
+                                    const std::vector<std::pair<V, Values>>& want) {
+  std::size_t g = 0, w = 0;
+  while (g < got.size() || w < want.size()) {
+    if (w == want.size() || (g < got.size() && got[g].first < want[w].first)) {
+      return "key " + to_text(got[g].first) + ": yours holds " + to_text(got[g].second) +
+             ", the scan holds no such key";
+    }
+    if (g == got.size() || want[w].first < got[g].first) {
+      return "key " + to_text(want[w].first) + ": yours holds no such key, the scan holds " +
+             to_text(want[w].second);
+    }
+    if (got[g].second != want[w].second) {
+      return "key " + to_text(got[g].first) + ": yours holds " + to_text(got[g].second) +
+             ", the scan holds " + to_text(want[w].second) + " (values sorted)";
+    }
+    ++g, ++w;
+  }
+  return "none";
 }
 
 }  // namespace speclab::lab04_testing

@@ -94,6 +94,7 @@ TEST_SUITE("lab04 / Public and private pools") {
       NGramPool scanned(config(3, v));
       scanned.scan(text);
       INFO("v = ", v);
+      INFO("first difference: ", first_difference(contents(manager.pool(a)), contents(scanned)));
       CHECK(contents(manager.pool(a)) == contents(scanned));
     }
   }

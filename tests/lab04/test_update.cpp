@@ -79,6 +79,7 @@ TEST_SUITE("lab04 / The per-token update") {
           incremental.update(std::span<const Token>(tokens).first(end));
         }
         INFO("keep_all=", keep_all, " seed=", seed);
+        INFO("first difference: ", first_difference(contents(incremental), contents(scanned)));
         CHECK(contents(incremental) == contents(scanned));
       }
     }
