@@ -161,7 +161,9 @@ class NGramPool {
     std::vector<NGram> values;                  // oldest first; see insert_pair for the rules
     std::list<const NGram*>::iterator recency;  // this key's place in lru_
   };
-  // Moves `e`'s key to the front of lru_ (most recently used). O(1).
+  // Moves `e`'s key to the front of lru_ (most recently used). O(1). Only for a key already in
+  // lru_: a new key is not in it yet, so push a pointer to the map's own key to the front of
+  // lru_ and keep that iterator in the Entry's `recency`. An evicted key leaves both lru_ and map_.
   void touch(Entry& e) { lru_.splice(lru_.begin(), lru_, e.recency); }
 
   NGramPoolConfig config_;

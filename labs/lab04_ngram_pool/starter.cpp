@@ -17,7 +17,9 @@ NGramPool::NGramPool(const NGramPoolConfig& config) : config_(config) {
 void NGramPool::insert_pair(std::span<const Token> key, std::span<const Token> value) {
   // TODO(lab04): count the update, then apply the keep rule: a new key (evict the least
   // recently used key first when the pool is full), the longest value when !is_keep_all, and
-  // the prefix-free list of values when is_keep_all. Call touch() on every key you update.
+  // the prefix-free list of values when is_keep_all. Call touch() on every known key you
+  // update; a new key is not in lru_ yet, so push it to the front yourself (see touch() in
+  // ngram_pool.h). An evicted key leaves both map_ and lru_.
   (void)key, (void)value;
   todo("lab04", "NGramPool::insert_pair",
        "book/lab04_ngram_pool.md, section 'Keeping values: the keep rule'");
