@@ -29,6 +29,9 @@ TEST_SUITE("lab04 / Bounded memory") {
     pool.insert_pair(V{4}, V{40});      // full: key 2 goes
     CHECK(pool.num_keys() == 3);
     CHECK(pool.values(V{2}) == Values{});
+    INFO(
+        "keys_by_recency() walks lru_: every key of the map once, most recent first, so an "
+        "evicted key must leave lru_ as well as map_");
     CHECK(pool.keys_by_recency() == Values{{4}, {1}, {3}});
     CHECK(pool.stats().evicted_keys == 1);
   }
@@ -41,6 +44,7 @@ TEST_SUITE("lab04 / Bounded memory") {
     pool.insert_pair(V{3}, V{30});         // key 2 goes, not key 1
     CHECK(pool.values(V{1}) == Values{{10}});
     CHECK(pool.values(V{2}) == Values{});
+    INFO("keys_by_recency() walks lru_: every key of the map once, most recent first");
     CHECK(pool.keys_by_recency() == Values{{3}, {1}});
   }
 
