@@ -196,7 +196,8 @@ class NGramPoolManager {
   // std::invalid_argument for an unknown id or a context shorter than that.
   void update(RequestId id, std::span<const Token> context);
 
-  // (lab 04) update(id, context), then the pool's lookup for up to k tokens.
+  // (lab 04) update(id, context), then the pool's lookup for up to `k` tokens. This `k` is the
+  // engine's draft budget for the round (Drafter::propose's k), not max_matching_ngram_size.
   std::vector<Token> propose(RequestId id, std::span<const Token> context, int k);
 
   // (lab 04) Ends a request; a private pool goes with it. An unknown id is ignored.

@@ -164,8 +164,8 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
       round.draft_seconds = clock.now() - t0;
       if (static_cast<int>(round.drafts.size()) > std::max(k, 0)) {
         throw std::logic_error(req_name(i) + ": drafter '" + req.drafter->name() + "' proposed " +
-                               std::to_string(round.drafts.size()) + " tokens but k is " +
-                               std::to_string(k));
+                               std::to_string(round.drafts.size()) +
+                               " tokens but this round's draft budget k is " + std::to_string(k));
       }
       for (Token t : round.drafts) {
         if (t < 0 || t >= target.vocab_size()) {

@@ -155,8 +155,8 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
     setup_seconds = 0.0;
     if (static_cast<int>(round.drafts.size()) > std::max(k, 0)) {
       throw std::logic_error("drafter '" + drafter.name() + "' proposed " +
-                             std::to_string(round.drafts.size()) + " tokens but k is " +
-                             std::to_string(k));
+                             std::to_string(round.drafts.size()) +
+                             " tokens but this round's draft budget k is " + std::to_string(k));
     }
     for (Token t : round.drafts) {
       if (t < 0 || t >= target.vocab_size()) {
