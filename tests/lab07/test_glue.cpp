@@ -143,7 +143,7 @@ TEST_SUITE("lab07 / How far to draft") {
     c.observe(3, 3);
     CHECK(c.next_k() == 4);
     for (int i = 0; i < 5; ++i) c.observe(c.next_k(), c.next_k());
-    CHECK(c.next_k() == 6);
+    CHECK_MESSAGE(c.next_k() == 6, "k_max is 6: full rounds grow k up to it and no further");
     DraftLengthController short_match(1, 8);
     short_match.observe(8, 2);
     REQUIRE(short_match.next_k() == 3);
@@ -163,6 +163,7 @@ TEST_SUITE("lab07 / How far to draft") {
   }
   TEST_CASE("k never falls below k_min") {
     DraftLengthController c(3, 8);
+    INFO("k_min is 3: a rejection's accepted + 1 is raised to it");
     c.observe(8, 0);
     CHECK(c.next_k() == 3);
     c.observe(3, 1);
@@ -242,6 +243,9 @@ TEST_SUITE("lab07 / How far to draft") {
     ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)),
                   config(true, 1, 8));
     d.begin(Tokens{1, 9});
+    INFO(
+        "the loop asks for k = 3 and the controller's next_k() is 8: ask the inner drafter for "
+        "min(k, next_k()), the loop's k is a hard cap");
     CHECK(d.propose(Tokens{1, 9}, 3).size() == 3u);
     REQUIRE(calls->asked_k.size() == 1);
     CHECK(calls->asked_k[0] == 3);
@@ -302,6 +306,7 @@ TEST_SUITE("lab07 / How far to draft") {
     REQUIRE(d.controller().next_k() == 1);
     context.insert(context.end(), {2, 1, 9});  // the next turn
     d.begin(context);
+    INFO("begin() starts a new reply: it resets the controller to k_max = 5");
     CHECK(d.controller().next_k() == 5);
     CHECK(d.propose(context, 5).size() == 5u);
   }
