@@ -82,6 +82,11 @@ void check_copy_stops_at_end_of_turn(Token eot, MyDrafterOptions o) {
   o.k = 8;
   std::unique_ptr<Drafter> d = make_my_drafter(o);
   REQUIRE(d != nullptr);
+  const auto* chat = dynamic_cast<const ChatDrafter*>(d.get());
+  const std::string config_stops =
+      chat ? doctest::toString(chat->config().stop_tokens).c_str() : "(not a ChatDrafter)";
+  INFO("make_my_drafter was given stop tokens ", o.stop_tokens, ", its ChatDrafter's config has ",
+       config_stops, ": make_my_drafter passes them on, propose cuts at config().stop_tokens");
   d->begin(prompt);
   Tokens context = prompt;
   context.insert(context.end(), answer.begin(), answer.begin() + 15);
