@@ -22,6 +22,7 @@ struct Calls {
   std::vector<Tokens> proposed_for;  // the context of each propose()
   std::vector<int> asked_k;          // the k of each propose()
   std::vector<Tokens> observed;      // the context of each observe()
+  std::vector<RoundRecord> rounds;   // the round of each observe()
 };
 class ScriptedDrafter final : public Drafter {
  public:
@@ -37,8 +38,9 @@ class ScriptedDrafter final : public Drafter {
     const std::size_t n = std::min(script_.size(), static_cast<std::size_t>(std::max(k, 0)));
     return {script_.begin(), script_.begin() + static_cast<std::ptrdiff_t>(n)};
   }
-  void observe(std::span<const Token> context, const RoundRecord& /*round*/) override {
+  void observe(std::span<const Token> context, const RoundRecord& round) override {
     calls_->observed.emplace_back(context.begin(), context.end());
+    calls_->rounds.push_back(round);
   }
 
  private:
@@ -220,9 +222,14 @@ TEST_SUITE("lab07 / Index the whole prompt") {
       Tokens context = prompt;
       (void)d.propose(context, 5);
       context.insert(context.end(), {40, 99});
-      d.observe(context, round_with({40, 41}, 1));
+      const RoundRecord round = round_with({40, 41}, 1);
+      d.observe(context, round);
       REQUIRE(calls->observed.size() == 1);
       CHECK(calls->observed[0] == context);
+      INFO("the round itself, as the loop gave it: lab 02's drafter learns from its tokens");
+      CHECK(calls->rounds[0].drafts == round.drafts);
+      CHECK(calls->rounds[0].accepted == round.accepted);
+      CHECK(calls->rounds[0].emitted == round.emitted);
     }
   }
 }
