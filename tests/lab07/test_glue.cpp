@@ -304,7 +304,9 @@ TEST_SUITE("lab07 / How far to draft") {
     context.insert(context.end(), {99});
     d.observe(context, round_with(first, 0));
     CHECK(d.propose(context, 6).size() == 6u);
-    CHECK(d.controller().next_k() == 6);
+    CHECK_MESSAGE(d.controller().next_k() == 6,
+                  "without adaptive_k, observe feeds the inner drafter only: the controller stays "
+                  "at k_max");
   }
   TEST_CASE("each reply starts again from k_max") {
     auto calls = std::make_shared<Calls>();
