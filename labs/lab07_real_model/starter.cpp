@@ -37,15 +37,16 @@ void ChatDrafter::begin(std::span<const Token> prompt) {
 }
 
 std::vector<Token> ChatDrafter::propose(std::span<const Token> context, int k) {
-  // TODO(lab07): ask the inner drafter (for the whole context, capped by the controller when
-  // adaptive_k) and cut its proposal at the end of the turn.
+  // TODO(lab07): ask the inner drafter about the whole context, for min(k, the controller's
+  // next_k()) tokens when adaptive_k (else k), and cut its proposal at the end of the turn.
   (void)context, (void)k;
   todo("lab07", "ChatDrafter::propose",
        "book/lab07_real_model.md, section 'Index the whole prompt'");
 }
 
 void ChatDrafter::observe(std::span<const Token> context, const RoundRecord& round) {
-  // TODO(lab07): pass the round to the inner drafter, and its counts to the controller.
+  // TODO(lab07): pass every round to the inner drafter, and, when adaptive_k, its counts to the
+  // controller.
   (void)context, (void)round;
   todo("lab07", "ChatDrafter::observe", "book/lab07_real_model.md, section 'How far to draft'");
 }
