@@ -36,8 +36,14 @@ struct Prediction {
   bool operator==(const Prediction&) const = default;
 };
 
+// A failed check prints Predictions with this. A miss shows its context_length when it is not 0,
+// so that {kNoToken, false, 2} and Prediction{} do not print the same.
 inline std::ostream& operator<<(std::ostream& os, const Prediction& p) {
-  if (!p.known) return os << "{miss, token=" << p.token << "}";
+  if (!p.known) {
+    os << "{miss, token=" << p.token;
+    if (p.context_length != 0) os << ", context_length=" << p.context_length;
+    return os << "}";
+  }
   return os << "{token=" << p.token << ", known, context_length=" << p.context_length << "}";
 }
 
