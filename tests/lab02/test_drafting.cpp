@@ -18,11 +18,20 @@ TEST_SUITE("lab02 / Drafting: chaining predictions") {
   TEST_CASE("each draft token is predicted from the context plus the draft so far") {
     OneLevelNGramStorage s(2);
     s.seed(V{1, 2, 3, 4});
-    INFO("2 -> 3, then 3 -> 4: a draft that keeps predicting from the context alone gives 3 3 3");
-    CHECK(draft(s, V{9, 1, 2}, 2, true) == V{3, 4});
+    {
+      INFO(
+          "2 -> 3, then 3 -> 4: a draft that keeps predicting from the context alone "
+          "gives 3 3");
+      CHECK(draft(s, V{9, 1, 2}, 2, true) == V{3, 4});
+    }
     NGramStorage m(3);
     m.seed(V{1, 2, 3, 4, 1, 2, 3, 4});
-    CHECK(draft(m, V{7, 2}, 5, true) == V{3, 4, 1, 2, 3});
+    {
+      INFO(
+          "(7 2) was never seen, so (2) -> 3 answers; then (2 3) -> 4, (3 4) -> 1, "
+          "(4 1) -> 2, (1 2) -> 3, five tokens for gamma 5");
+      CHECK(draft(m, V{7, 2}, 5, true) == V{3, 4, 1, 2, 3});
+    }
   }
 
   TEST_CASE("a chained draft can use a longer context than the original one had") {
@@ -31,7 +40,12 @@ TEST_SUITE("lab02 / Drafting: chaining predictions") {
     NGramStorage m(3);
     m.seed(V{1, 2, 5, 0, 2, 6, 0, 2, 6});
     CHECK(m.next_token(V{2}).token == 6);
-    CHECK(draft(m, V{9, 1}, 2, true) == V{2, 5});
+    {
+      INFO(
+          "(9 1) is unknown, so (1) -> 2; then the context ends 1 2, and the longest "
+          "level, (1 2) -> 5, answers before (2) -> 6");
+      CHECK(draft(m, V{9, 1}, 2, true) == V{2, 5});
+    }
   }
 
   TEST_CASE("stop_if_unknown ends the draft at the first miss") {
@@ -78,7 +92,10 @@ TEST_SUITE("lab02 / Learning from verified text") {
     d.observe(context, r);
     context.insert(context.end(), {1, 2, 3});
     INFO("see the chapter, 'Learning from verified text'");
-    CHECK(d.propose(context, 3) == V{9});
+    {
+      INFO("3 -> 9 was observed, and nothing ever followed 9: the draft is 9, then a miss");
+      CHECK(d.propose(context, 3) == V{9});
+    }
     // Two more rounds say 3 -> 5: the majority changes the draft.
     for (int i = 0; i < 2; ++i) {
       RoundRecord again;

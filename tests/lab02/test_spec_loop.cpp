@@ -67,7 +67,10 @@ TEST_SUITE("lab02 / Lossless, still") {
     dc.k = 5;
     NGramDrafter drafter({.n = 3});
     const auto spec = run_speculative(target, drafter, greedy_verify_rule(), prompt, dc);
-    INFO("the prompt teaches nothing about the pattern; observe() must record every round");
+    INFO(
+        "the prompt teaches nothing about the pattern: every draft comes from what update() "
+        "recorded during generation (the given observe() calls it once per emitted token), "
+        "chained by draft()");
     CHECK(spec.stats.emitted == 200);
     CHECK(spec.stats.tokens_per_run() > 4.0);
   }

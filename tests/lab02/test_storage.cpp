@@ -56,13 +56,20 @@ TEST_SUITE("lab02 / Counting: one level") {
     CHECK(s.next_token(V{4}) == Prediction{7, true, 1});
     see(s, {4}, 8);
     see(s, {4}, 8);
-    INFO("8 now has 2 counts against 7's one: the argmax must move to 8");
-    CHECK(s.next_token(V{4}) == Prediction{8, true, 1});
+    {
+      INFO("8 now has 2 counts against 7's one: the argmax must move to 8");
+      CHECK(s.next_token(V{4}) == Prediction{8, true, 1});
+    }
     see(s, {4}, 7);
-    INFO("7 and 8 are tied at 2: 8 got there first and keeps the top spot");
-    CHECK(s.next_token(V{4}) == Prediction{8, true, 1});
+    {
+      INFO("7 and 8 are tied at 2: 8 got there first and keeps the top spot");
+      CHECK(s.next_token(V{4}) == Prediction{8, true, 1});
+    }
     see(s, {4}, 7);
-    CHECK(s.next_token(V{4}) == Prediction{7, true, 1});
+    {
+      INFO("7 now has 3 counts against 8's 2: the argmax must move to 7");
+      CHECK(s.next_token(V{4}) == Prediction{7, true, 1});
+    }
   }
 
   TEST_CASE("equal counts: the token that reached the top count first keeps it") {
@@ -88,14 +95,23 @@ TEST_SUITE("lab02 / Counting: one level") {
     s.update(V{2}, V{4, 6, 6});
     CHECK(s.count(V{2}, 4) == 1);
     CHECK(s.count(V{2}, 6) == 2);
-    CHECK(s.next_token(V{2}) == Prediction{6, true, 1});
+    {
+      INFO("update(2, {4 6 6}) counts 4 once and 6 twice, all after (2)");
+      CHECK(s.next_token(V{2}) == Prediction{6, true, 1});
+    }
     s.update(V{3}, V{8, 7});
-    INFO("8 and 7 both reach count 1; 8 got there first");
-    CHECK(s.next_token(V{3}) == Prediction{8, true, 1});
-    INFO("the tie-break holds within one update: A B B A gives B, which reached 2 first");
+    {
+      INFO("8 and 7 both reach count 1; 8 got there first");
+      CHECK(s.next_token(V{3}) == Prediction{8, true, 1});
+    }
     s.update(V{5}, V{3, 9, 9, 3});
     CHECK(s.count(V{5}, 3) == 2);
-    CHECK(s.next_token(V{5}) == Prediction{9, true, 1});
+    {
+      INFO(
+          "the tie-break holds within one update: A B B A gives B, which reached 2 first; "
+          "move best as each token is counted, not after the whole update");
+      CHECK(s.next_token(V{5}) == Prediction{9, true, 1});
+    }
   }
 
   TEST_CASE("only the last n-1 tokens of the context are the key") {
@@ -158,7 +174,10 @@ TEST_SUITE("lab02 / A miss is not a guess") {
     INFO("an update with no tokens records nothing: its context stays unknown");
     s.update(V{4, 1}, V{});
     CHECK(s.next_token(V{4, 1}) == Prediction{});
-    CHECK(s.contexts() == 2);
+    {
+      INFO("seed(1 2 3 4) stores the contexts (1 2) and (2 3); the empty update adds none");
+      CHECK(s.contexts() == 2);
+    }
     NGramStorage m(3);
     m.update(V{4, 1}, V{});
     CHECK(m.next_token(V{4, 1}) == Prediction{});
@@ -226,6 +245,7 @@ TEST_SUITE("lab02 / Backing off: many levels") {
     multi.seed(std::span<const Token>(text).first(100));
     for (std::size_t i = 100; i < text.size(); ++i) {
       const std::span<const Token> before = std::span<const Token>(text).first(i);
+      INFO("after ", i, " tokens, the last two ", text[i - 2], " ", text[i - 1]);
       REQUIRE(multi.next_token(before) == one.next_token(before));
       one.update(before, V{text[i]});
       multi.update(before, V{text[i]});
@@ -256,7 +276,10 @@ TEST_SUITE("lab02 / Seeding from the prompt") {
     CHECK(s.count(V{7, 5}, 6) == 1);
     CHECK(s.count(V{5, 6}, 8) == 1);
     CHECK(s.size() == 4);
-    CHECK(s.next_token(V{5, 6}) == Prediction{7, true, 2});  // tie at 1: 7 came first
+    {
+      INFO("(5 6) saw 7 and 8 once each: a tie at 1, and 7 came first");
+      CHECK(s.next_token(V{5, 6}) == Prediction{7, true, 2});
+    }
 
     NGramStorage m(3);
     m.seed(prompt);
