@@ -72,8 +72,11 @@ TEST_SUITE("lab02 / Drafting: chaining predictions") {
     NGramStorage empty(3);
     CHECK(draft(empty, V{1, 2}, 4, true) == V{});
     CHECK(draft(empty, V{1, 2}, 0, false) == V{});
-    INFO("padding without a single known token repeats the last context token");
-    CHECK(draft(empty, V{1, 2}, 3, false) == V{2, 2, 2});
+    {
+      INFO("padding without a single known token repeats the last context token");
+      CHECK(draft(empty, V{1, 2}, 3, false) == V{2, 2, 2});
+    }
+    INFO("an empty context has no token to pad with: the draft ends, as with stop_if_unknown");
     CHECK(draft(empty, V{}, 3, false) == V{});
   }
 }
