@@ -29,9 +29,11 @@ TEST_SUITE("lab01 / Proposing: the scan") {
   TEST_CASE("the most recent earlier occurrence wins") {
     // '4' occurs at positions 0 and 3 before the suffix; the later one (followed by 8) wins.
     const V ctx = {4, 1, 1, 4, 8, 8, 4};
-    INFO("scan latest-first: the occurrence at index 3 is followed by 8 8 4");
-    CHECK(speclab::ngram_propose(ctx, 1, 2) == V{8, 8});
-    CHECK(speclab::ngram_propose(ctx, 1, 3) == V{8, 8, 4});
+    {
+      INFO("scan latest-first: the occurrence at index 3 is followed by 8 8 4");
+      CHECK(speclab::ngram_propose(ctx, 1, 2) == V{8, 8});
+      CHECK(speclab::ngram_propose(ctx, 1, 3) == V{8, 8, 4});
+    }
     // The most recent earlier occurrence may overlap the suffix: '1 2 1' at index 0 shares its
     // last token with the suffix '1 2 1' at index 2.
     INFO("an earlier occurrence may overlap the suffix; see the chapter, 'Proposing: the scan'");
@@ -42,8 +44,12 @@ TEST_SUITE("lab01 / Proposing: the scan") {
   TEST_CASE("a match close to the end proposes fewer than k tokens") {
     // The latest earlier '1' is at index 1 and only one token follows it before the end.
     const V ctx = {1, 1, 1};
-    CHECK(speclab::ngram_propose(ctx, 1, 5) == V{1});
+    {
+      INFO("the latest earlier '1' is at index 1 (not index 0): only the last token follows it");
+      CHECK(speclab::ngram_propose(ctx, 1, 5) == V{1});
+    }
     const V ctx2 = {3, 9, 2, 3, 9};
+    INFO("'3 9' at index 0 is followed by 2 3 9, then the context ends: k = 10, but 3 tokens");
     CHECK(speclab::ngram_propose(ctx2, 2, 10) == V{2, 3, 9});
   }
 
@@ -58,7 +64,9 @@ TEST_SUITE("lab01 / Proposing: the scan") {
     CHECK(speclab::ngram_propose(V{7}, 1, 3) == V{});
     CHECK(speclab::ngram_propose(V{7, 7}, 2, 3) == V{});
     CHECK(speclab::ngram_propose(V{7, 7, 7}, 1, 0) == V{});
-    INFO("a context of n + 1 tokens is long enough: its first n tokens are an earlier start");
+    INFO(
+        "a context of n + 1 tokens is long enough: its first n tokens are an earlier occurrence, "
+        "and exactly one token follows them");
     CHECK(speclab::ngram_propose(V{7, 7}, 1, 3) == V{7});
     CHECK(speclab::ngram_propose(V{4, 4, 4}, 2, 3) == V{4});
   }
