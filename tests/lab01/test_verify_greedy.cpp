@@ -33,6 +33,7 @@ TEST_SUITE("lab01 / Verifying: greedy") {
   TEST_CASE("a rejected first draft still emits one target token") {
     const auto logits = logits_with_argmax({2, 3});
     const auto r = speclab::verify_greedy(V{8}, logits);
+    INFO("row 0's argmax 2 rejects draft 8: emit 2, the correction from row 0, and stop");
     CHECK(r.accepted == 0);
     CHECK(r.emitted == V{2});
   }
@@ -40,6 +41,7 @@ TEST_SUITE("lab01 / Verifying: greedy") {
   TEST_CASE("no drafts -> exactly the target's next token (plain decoding)") {
     const auto logits = logits_with_argmax({11});
     const auto r = speclab::verify_greedy(V{}, logits);
+    INFO("with no drafts the one row gives the bonus: row 0's argmax, 11");
     CHECK(r.accepted == 0);
     CHECK(r.emitted == V{11});
   }
@@ -49,7 +51,10 @@ TEST_SUITE("lab01 / Verifying: greedy") {
     // row 0 would wrongly accept the second 4.
     const auto logits = logits_with_argmax({4, 6, 4});
     const auto r = speclab::verify_greedy(V{4, 4}, logits);
-    INFO("see the chapter, 'The two off-by-ones': row i is the context extended by drafts 0..i-1");
+    INFO(
+        "row 0's argmax 4 accepts the first 4; row 1's argmax 6 rejects the second 4 and is the "
+        "correction. Row i is the context extended by drafts 0..i-1: see the chapter, 'The two "
+        "off-by-ones'");
     CHECK(r.accepted == 1);
     CHECK(r.emitted == V{4, 6});
   }
@@ -60,14 +65,21 @@ TEST_SUITE("lab01 / Verifying: greedy") {
     logits.row(0)[5] = 2.0f;
     logits.row(1)[1] = 1.0f;
     const auto r = speclab::verify_greedy(V{3}, logits);
+    INFO(
+        "row 0 ties 3 and 5: argmax picks 3, so draft 3 is accepted; row 1's argmax 1 is the "
+        "bonus");
     CHECK(r.emitted == V{3, 1});
   }
 
   TEST_CASE("a logits block of the wrong height is rejected with std::invalid_argument") {
     const auto logits = logits_with_argmax({1, 2});
-    INFO("too few rows: 2 drafts need 3");
-    CHECK_THROWS_AS(speclab::verify_greedy(V{1, 2}, logits), std::invalid_argument);
-    INFO("too many rows: no draft needs exactly 1");
+    {
+      INFO("too few rows: 2 drafts need 3, and this block has 2");
+      CHECK_THROWS_AS(speclab::verify_greedy(V{1, 2}, logits), std::invalid_argument);
+    }
+    INFO(
+        "too many rows: no drafts need exactly 1, and this block has 2 (a check rows < k + 1 "
+        "misses it)");
     CHECK_THROWS_AS(speclab::verify_greedy(V{}, logits), std::invalid_argument);
   }
 }
