@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "mini_engine/spec/loop.h"
@@ -35,6 +36,16 @@ Run run_both(ToyRegime regime, std::uint64_t seed, int n, int k, int max_new = 1
   return r;
 }
 
+// Where two outputs part, for the failure message: the printed vectors stop after 32 tokens.
+std::string first_difference(const std::vector<Token>& spec, const std::vector<Token>& base) {
+  std::size_t i = 0;
+  while (i < spec.size() && i < base.size() && spec[i] == base[i]) ++i;
+  const auto at = [i](const std::vector<Token>& v) {
+    return i < v.size() ? std::to_string(v[i]) : std::string("(end)");
+  };
+  return "at index " + std::to_string(i) + ": speculative " + at(spec) + ", plain " + at(base);
+}
+
 }  // namespace
 
 TEST_SUITE("lab01 / Why greedy speculation is lossless") {
@@ -46,6 +57,7 @@ TEST_SUITE("lab01 / Why greedy speculation is lossless") {
           for (int k : {1, 3, 5, 8}) {
             const Run r = run_both(regime, seed, n, k);
             INFO("regime=", to_string(regime), " seed=", seed, " n=", n, " k=", k);
+            INFO("first difference ", first_difference(r.spec.tokens, r.base.tokens));
             REQUIRE(r.spec.tokens == r.base.tokens);
             ++cases;
           }
@@ -70,6 +82,7 @@ TEST_SUITE("lab01 / Why greedy speculation is lossless") {
       PromptLookupDrafter drafter(1);
       const auto spec = run_speculative(target, drafter, greedy_verify_rule(), prompt, dc);
       INFO("seed=", seed);
+      INFO("first difference ", first_difference(spec.tokens, base.tokens));
       REQUIRE(spec.tokens == base.tokens);
       CHECK(spec.stats.accepted < spec.stats.drafted);  // some drafts really were rejected
     }
