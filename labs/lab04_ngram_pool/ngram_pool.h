@@ -118,8 +118,8 @@ class NGramPool {
   // first: the last min(k, context.size()) tokens, then one token shorter, down to 1. The first key
   // found wins: it becomes the most recently used key, and its value is proposed (is_keep_all:
   // the oldest or, with !is_use_oldest, the newest; otherwise its only value), cut to max_tokens.
-  // Returns an empty vector when no key matches or max_tokens == 0. Throws
-  // std::invalid_argument when max_tokens < 0.
+  // Returns an empty vector when no key matches, and at once when max_tokens == 0 (no key is
+  // looked up, so none becomes more recent). Throws std::invalid_argument when max_tokens < 0.
   std::vector<Token> lookup(std::span<const Token> context, int max_tokens);
   // --8<-- [end:lookup]
 

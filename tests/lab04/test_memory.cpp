@@ -48,6 +48,17 @@ TEST_SUITE("lab04 / Bounded memory") {
     CHECK(pool.keys_by_recency() == Values{{3}, {1}});
   }
 
+  TEST_CASE("a lookup for zero tokens is not a use of any key") {
+    // It proposes nothing, so it must not move a key to the front: that would protect from
+    // eviction a key no draft came from.
+    NGramPool pool(bounded(1, 2, 2));
+    pool.insert_pair(V{1}, V{10});
+    pool.insert_pair(V{2}, V{20});
+    CHECK(pool.lookup(V{1}, 0) == V{});
+    INFO("lookup(context, 0) returns at once: key {1} must stay the least recently used");
+    CHECK(pool.keys_by_recency() == Values{{2}, {1}});
+  }
+
   TEST_CASE("a pool never holds more than capacity keys over a long stream") {
     const std::size_t capacity = 200;
     NGramPool pool(bounded(3, 4, capacity, 3));
