@@ -411,7 +411,7 @@ void add_bench(CLI::App& app) {
       ->group("");  // hidden
   cmd->callback([o, cmd]() {
     warn_ignored_flags(*cmd, {.toy = o->target.model == "toy",
-                              .cuda = o->target.device == "cuda",
+                              .cuda = runs_on_gpu(o->target),
                               .drafters = compared_drafters(*o),
                               .auto_inner = o->drafter.auto_inner,
                               .seed_unused = o->target.model != "toy" && o->temperature == 0.0});

@@ -120,7 +120,7 @@ void add_chat(CLI::App& app) {
   cmd->callback([o, cmd]() {
     warn_ignored_flags(*cmd,
                        {.toy = o->target.model == "toy",
-                        .cuda = o->target.device == "cuda",
+                        .cuda = runs_on_gpu(o->target),
                         .drafters = {o->drafter.drafter},
                         .auto_inner = o->drafter.auto_inner,
                         .seed_unused = o->target.model != "toy" && o->decode.temperature == 0.0});

@@ -261,6 +261,10 @@ Model load_model(const TargetOptions& o) {
   return load_gguf_model(o);
 }
 
+bool runs_on_gpu(const TargetOptions& o) {
+  return o.device == "cuda" && cuda_unavailable_reason().empty();
+}
+
 std::unique_ptr<BatchTarget> load_batch_model(const TargetOptions& o) {
   if (o.model == "toy") {
     throw UsageError("--batch needs a real model (--model smollm2 or a GGUF path)");

@@ -79,6 +79,10 @@ void add_target_flags(CLI::App& cmd, TargetOptions& options);
 // backend this build lacks.
 Model load_model(const TargetOptions& options);
 
+// Whether `options` will run on a GPU: --device cuda and a usable CUDA device. Where it is false
+// for --device cuda, load_model refuses the run, so no flag is called idle for the GPU's sake.
+bool runs_on_gpu(const TargetOptions& options);
+
 // The batched target for `options` (bench --batch): CpuLlamaBatch on the model's GGUF. Throws
 // UsageError for the toy, for --device cuda (no batched CUDA target yet) and for the same file
 // and --context problems as load_model.
@@ -167,7 +171,7 @@ void check_fits_context(const Model& model, std::size_t prompt_tokens, int max_n
 // What one run uses, to tell which of the flags given have no effect on it.
 struct FlagContext {
   bool toy = false;                        // --model toy
-  bool cuda = false;                       // --device cuda
+  bool cuda = false;                       // runs_on_gpu(): --device cuda, with a usable GPU
   std::vector<std::string> drafters = {};  // the drafters it builds; bench: all it compares
   std::string auto_inner = {};             // the drafter auto steers, when auto is among them
   bool prompt_given = false;               // generate, trace: --prompt or --prompt-file

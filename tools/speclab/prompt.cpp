@@ -66,7 +66,7 @@ std::vector<Token> resolve_prompt(const PromptOptions& o, const Model& model) {
 FlagContext one_prompt_flag_context(const TargetOptions& target, const DrafterOptions& drafter,
                                     const PromptOptions& prompt, const DecodeOptions& decode) {
   return {.toy = target.model == "toy",
-          .cuda = target.device == "cuda",
+          .cuda = runs_on_gpu(target),
           .drafters = {drafter.drafter},
           .auto_inner = drafter.auto_inner,
           .prompt_given = prompt.given(),
