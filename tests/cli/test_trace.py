@@ -3,8 +3,10 @@ tools/speclab/trace_record.h, which the book's plots (tools/book_site/plots.py) 
 
 import json
 import os
+import signal
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -129,3 +131,27 @@ def test_out_through_a_link_or_into_a_pipe_keeps_the_link_and_the_pipe(tmp_path)
         reader.kill()
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert sum(len(json.loads(line)["emitted"]) for line in got.splitlines()) == 10
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_an_interrupted_trace_leaves_no_scratch_file_and_out_as_it_was(tmp_path, sig):
+    # Ctrl-C (or a kill) during a run left "<out>.partial-<pid>" behind: the clean-up for a
+    # failed run only ran for exceptions. The signal still ends the run as it would any program.
+    out = tmp_path / "trace.jsonl"
+    out.write_text("an earlier trace\n")
+    run = subprocess.Popen([SPECLAB, "trace", "--model", "toy", "--drafter", "none",
+                            "--max-new-tokens", "1000000", "--out", str(out)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not list(tmp_path.glob("trace.jsonl.partial-*")):  # the run has begun
+            assert run.poll() is None, run.stderr.read()
+            assert time.monotonic() < deadline, "no scratch file appeared"
+            time.sleep(0.01)
+        run.send_signal(sig)
+        _, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert run.returncode == -sig, f"the run was not ended by the signal: {run.returncode} {err}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trace.jsonl"]
+    assert out.read_text() == "an earlier trace\n"

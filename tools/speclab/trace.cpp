@@ -1,6 +1,7 @@
 // `speclab trace`: one JSON line per verify round of a speculative run, for plots and debugging.
 // The fields of each line: trace_record.h. Any model, drafter and verify rule the other
 // subcommands take works here (factory.h).
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +48,39 @@ std::string partial_name(const std::string& target) {
   return name;
 }
 
+// While one lives, SIGINT (Ctrl-C), SIGTERM and SIGHUP first remove `path`, then end the program
+// as the signal would have: an interrupted run leaves no scratch file behind. The destructor puts
+// the earlier handlers back. One at a time; `path` must outlive it.
+class RemoveOnSignal {
+ public:
+  explicit RemoveOnSignal(const std::string& path) {
+    path_ = path.c_str();
+    struct sigaction action {};
+    action.sa_handler = &RemoveOnSignal::handle;
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < kCount; ++i) sigaction(kSignals[i], &action, &earlier_[i]);
+  }
+  ~RemoveOnSignal() {
+    for (int i = 0; i < kCount; ++i) sigaction(kSignals[i], &earlier_[i], nullptr);
+    path_ = nullptr;
+  }
+  RemoveOnSignal(const RemoveOnSignal&) = delete;
+  RemoveOnSignal& operator=(const RemoveOnSignal&) = delete;
+
+ private:
+  static constexpr int kCount = 3;
+  static constexpr int kSignals[kCount] = {SIGINT, SIGTERM, SIGHUP};
+  static inline const char* volatile path_ = nullptr;
+
+  static void handle(int sig) {  // only async-signal-safe calls
+    if (path_ != nullptr) ::unlink(path_);
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);  // delivered when this handler returns
+  }
+
+  struct sigaction earlier_[kCount];
+};
+
 void run_trace(const TraceOptions& o) {
   OnePromptRun run = prepare_one_prompt_run(o.target, o.drafter, o.decode, o.prompt);
 
@@ -69,10 +104,14 @@ void run_trace(const TraceOptions& o) {
       target.clear();  // opened once only: a pipe's reader sees a single writer
     }
     if (!target.empty()) partial = partial_name(target);
-    file = open_output_file(target.empty() ? o.out : partial, "--out");
+  }
+  const bool via_partial = !partial.empty();
+  std::optional<RemoveOnSignal> remove_on_signal;  // Ctrl-C or a kill removes it too
+  if (via_partial) remove_on_signal.emplace(partial);
+  if (o.out != "-") {
+    file = open_output_file(via_partial ? partial : o.out, "--out");
     out = &file;
   }
-  const bool via_partial = o.out != "-" && !target.empty();
   const auto discard = [&] {
     if (!via_partial) return;
     file.close();
@@ -105,6 +144,7 @@ void run_trace(const TraceOptions& o) {
       discard();
       throw std::runtime_error("trace: writing '" + o.out + "' failed: " + ec.message());
     }
+    remove_on_signal.reset();  // the name is no longer the scratch file's
   }
   std::fprintf(stderr, "trace: %s, %s, k=%d: %s%s\n", run.model.description.c_str(),
                run.drafter ? run.drafter->name().c_str() : "none (plain decoding)", o.decode.k,
@@ -131,7 +171,7 @@ void add_trace(CLI::App& app) {
   cmd->add_option(
          "--out", o->out,
          "Output file (JSON Lines; its folder is created; written in full when the run ends, "
-         "so a run that fails leaves it as it was), or - for standard output")
+         "so a run that fails or is interrupted leaves it as it was), or - for standard output")
       ->required();
   cmd->callback([o, cmd]() {
     warn_ignored_flags(*cmd, one_prompt_flag_context(o->target, o->drafter, o->prompt, o->decode));
