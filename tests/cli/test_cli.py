@@ -66,6 +66,35 @@ def speclab_on_tty(*args, timeout=60):
     return p.wait(timeout=timeout), out.decode("utf-8", "replace")
 
 
+def speclab_typed_on_tty(*args, typed, timeout=60):
+    """Runs speclab with standard input, output and error on one pseudo-terminal, as a user at a
+    terminal would, typing `typed` (bytes; end with b"\\x04", Ctrl-D, to end the input).
+    Returns (exit code, everything the terminal showed, the typed echo included)."""
+    env = dict(os.environ)
+    env.pop("NO_COLOR", None)
+    env.pop("LAB_IMPL", None)
+    master, slave = pty.openpty()
+    p = subprocess.Popen([SPECLAB, *args], stdin=slave, stdout=slave, stderr=slave, env=env,
+                         close_fds=True)
+    os.close(slave)
+    os.write(master, typed)
+    out = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], timeout)
+        if not ready:
+            p.kill()
+            raise AssertionError("speclab on a terminal timed out")
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return p.wait(timeout=timeout), out.decode("utf-8", "replace")
+
+
 def cuda_plugin_built():
     """Whether this build has the CUDA backend plugin beside the speclab programs."""
     return (Path(SPECLAB).resolve().parent / "libspeclab_cuda_backend.so").is_file()
@@ -448,6 +477,34 @@ class Chat(unittest.TestCase):
         reply_alone = first.split("assistant> ")[1].strip()
         reply_second = both.split("assistant> ")[2].strip()
         self.assertNotEqual(reply_alone, reply_second)
+
+    def test_a_turn_that_no_longer_fits_ends_a_piped_chat_after_the_summary(self):
+        # The conversation grows with each turn; --context 60 holds turns 1 and 2 (6 + 20 and
+        # 7 + 20 tokens) but not turn 3 (53 + 3 + 20). The answered turns keep their summary,
+        # then the error names the turn; the rest of a script would build on the missing answer.
+        rc, out, err = speclab("chat", "--model", "toy", "--context", "60", "--max-new-tokens",
+                               "20", stdin=b"1 2 3 4 5 6\n1 2 3 4 5 6 7\n3 4 5\n9 9\n")
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(out.count("assistant> "), 2, out)
+        self.assertIn("[turn 2] 20 tokens", err)
+        self.assertIn("chat: 2 turns.", err)
+        self.assertIn("speclab: error: turn 3: the conversation so far (56 tokens) + "
+                      "--max-new-tokens 20 does not fit the context", err)
+        self.assertLess(err.index("chat: 2 turns."), err.index("speclab: error: turn 3"), err)
+
+    def test_a_message_that_does_not_fit_is_refused_at_a_terminal_and_the_chat_goes_on(self):
+        # At a terminal the user can send something shorter: the refused message changes nothing.
+        long_message = " ".join(["7"] * 40).encode()
+        rc, shown = speclab_typed_on_tty(
+            "chat", "--model", "toy", "--context", "60", "--max-new-tokens", "20",
+            typed=b"1 2 3 4 5 6\n" + long_message + b"\n7 8\n\x04")
+        self.assertEqual(rc, 0, shown)
+        self.assertIn("turn 2: the conversation so far (66 tokens) + --max-new-tokens 20 does "
+                      "not fit the context", shown)
+        self.assertIn("the conversation is unchanged", shown)
+        self.assertEqual(shown.count("assistant> "), 2, shown)
+        self.assertIn("[turn 2] 20 tokens", shown)  # "7 8" is turn 2: 26 + 2 + 20 <= 60
+        self.assertIn("chat: 2 turns.", shown)
 
 
 class Bench(unittest.TestCase):

@@ -1,4 +1,6 @@
 // `speclab chat`: a multi-turn conversation, one user message per line of standard input.
+// A message is checked before it is answered: when its turn would not fit the context, nothing
+// changes; at a terminal the user may send another, piped input ends the chat there.
 //
 // The conversation's tokens only ever grow (system, user, reply, user, reply, ...), so the
 // target keeps its KV cache between turns and only the new turn is prefilled. The drafter is
@@ -50,7 +52,31 @@ void run_chat(ChatOptions o) {
   std::vector<Token> history = model.codec->system_prompt(o.system);
   SpecStats first_turn;
   SpecStats later_turns;
-  int turn = 0;
+  int turn = 0;  // turns answered, or being answered
+  // Turn 1 against the later turns: the turn-2 effect.
+  const auto print_summary = [&] {
+    if (turn < 2) return;
+    std::fprintf(stderr,
+                 "chat: %d turns. tokens/run: turn 1 %.2f, turns 2..%d %.2f; acceptance: turn 1 "
+                 "%.1f%%, later %.1f%%\n",
+                 turn, first_turn.tokens_per_run(), turn, later_turns.tokens_per_run(),
+                 100.0 * first_turn.acceptance_rate(), 100.0 * later_turns.acceptance_rate());
+  };
+  // The conversation so far with `line` as the next user turn. Throws UsageError naming the turn
+  // when the message is not valid UTF-8 or not a message, or when the conversation, with a
+  // reply of --max-new-tokens, would no longer fit the context.
+  const auto with_message = [&](const std::string& line, int next) {
+    const std::string name = "turn " + std::to_string(next);
+    require_utf8(line, "message " + std::to_string(next));
+    const std::vector<Token> user = model.codec->user_turn(line);
+    if (user.empty()) throw UsageError("message " + std::to_string(next) + " is empty");
+    std::vector<Token> prompt = history;
+    prompt.insert(prompt.end(), user.begin(), user.end());
+    if (drafter) check_n_fits(o.drafter, *model.target, prompt.size(), o.decode.max_new_tokens);
+    check_fits_context(model, prompt.size(), o.decode.max_new_tokens,
+                       name + ": the conversation so far");
+    return prompt;
+  };
   std::string line;
   while (true) {
     if (interactive) {
@@ -60,17 +86,24 @@ void run_chat(ChatOptions o) {
     if (!std::getline(std::cin, line)) break;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;  // nothing to answer
+    std::vector<Token> prompt;
+    try {
+      prompt = with_message(line, turn + 1);
+    } catch (const UsageError& e) {
+      // At a terminal the user can send another message: this one changed nothing. Piped
+      // input goes on as if it had been answered, so the chat ends there.
+      if (!interactive) {
+        print_summary();
+        throw;
+      }
+      std::fprintf(stderr,
+                   "speclab chat: %s\n  (the conversation is unchanged: send another message, "
+                   "or end with Ctrl-D)\n",
+                   e.what());
+      continue;
+    }
     ++turn;
-    require_utf8(line, "message " + std::to_string(turn));
     if (!interactive) std::printf("you> %s\n", line.c_str());
-
-    std::vector<Token> prompt = history;
-    const std::vector<Token> user = model.codec->user_turn(line);
-    if (user.empty()) throw UsageError("message " + std::to_string(turn) + " is empty");
-    prompt.insert(prompt.end(), user.begin(), user.end());
-    if (drafter) check_n_fits(o.drafter, *model.target, prompt.size(), o.decode.max_new_tokens);
-    check_fits_context(model, prompt.size(), o.decode.max_new_tokens,
-                       "the conversation (turn " + std::to_string(turn) + ")");
 
     std::fputs("assistant> ", stdout);
     TokenPrinter printer(*model.codec, stdout, color, dc.stop_tokens);
@@ -94,13 +127,7 @@ void run_chat(ChatOptions o) {
     history.insert(history.end(), close.begin(), close.end());
   }
   if (turn == 0) throw UsageError("no message on standard input: nothing to answer");
-  if (turn > 1) {
-    std::fprintf(stderr,
-                 "chat: %d turns. tokens/run: turn 1 %.2f, turns 2..%d %.2f; acceptance: turn 1 "
-                 "%.1f%%, later %.1f%%\n",
-                 turn, first_turn.tokens_per_run(), turn, later_turns.tokens_per_run(),
-                 100.0 * first_turn.acceptance_rate(), 100.0 * later_turns.acceptance_rate());
-  }
+  print_summary();
 }
 
 }  // namespace
@@ -111,7 +138,8 @@ void add_chat(CLI::App& app) {
       "chat",
       "A multi-turn chat: one user message per line of standard input (works non-interactively, "
       "e.g. printf 'q1\\nq2\\n' | speclab chat). The drafter's state persists across turns, and "
-      "per-turn stats on stderr show the turn-2 effect");
+      "per-turn stats on stderr show the turn-2 effect. A message whose turn would not fit the "
+      "context is refused: at a terminal the chat goes on, with piped input it ends there");
   cmd->add_option("--system", o->system, "A system message that opens the conversation");
   add_target_flags(*cmd, o->target);
   add_drafter_flags(*cmd, o->drafter);
