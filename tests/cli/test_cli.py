@@ -40,44 +40,19 @@ def speclab(*args, stdin=None, env=None, timeout=120, cwd=None):
             p.stderr.decode("utf-8", "replace"))
 
 
-def speclab_on_tty(*args, timeout=60):
-    """Runs speclab with stdout and stderr on a pseudo-terminal; returns (exit code, output)."""
+def speclab_on_tty(*args, typed=None, timeout=60):
+    """Runs speclab with stdout and stderr on a pseudo-terminal; returns (exit code, output).
+    With `typed` (bytes; end it with b"\\x04", Ctrl-D, to end the input) standard input is the
+    terminal too, as for a user typing there, and the output includes the terminal's echo."""
     env = dict(os.environ)
     env.pop("NO_COLOR", None)
     env.pop("LAB_IMPL", None)
     master, slave = pty.openpty()
-    p = subprocess.Popen([SPECLAB, *args], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave,
-                         env=env, close_fds=True)
+    p = subprocess.Popen([SPECLAB, *args], stdin=subprocess.DEVNULL if typed is None else slave,
+                         stdout=slave, stderr=slave, env=env, close_fds=True)
     os.close(slave)
-    out = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], timeout)
-        if not ready:
-            p.kill()
-            raise AssertionError("speclab on a terminal timed out")
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # the child closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(master)
-    return p.wait(timeout=timeout), out.decode("utf-8", "replace")
-
-
-def speclab_typed_on_tty(*args, typed, timeout=60):
-    """Runs speclab with standard input, output and error on one pseudo-terminal, as a user at a
-    terminal would, typing `typed` (bytes; end with b"\\x04", Ctrl-D, to end the input).
-    Returns (exit code, everything the terminal showed, the typed echo included)."""
-    env = dict(os.environ)
-    env.pop("NO_COLOR", None)
-    env.pop("LAB_IMPL", None)
-    master, slave = pty.openpty()
-    p = subprocess.Popen([SPECLAB, *args], stdin=slave, stdout=slave, stderr=slave, env=env,
-                         close_fds=True)
-    os.close(slave)
-    os.write(master, typed)
+    if typed is not None:
+        os.write(master, typed)
     out = b""
     while True:
         ready, _, _ = select.select([master], [], [], timeout)
@@ -495,7 +470,7 @@ class Chat(unittest.TestCase):
     def test_a_message_that_does_not_fit_is_refused_at_a_terminal_and_the_chat_goes_on(self):
         # At a terminal the user can send something shorter: the refused message changes nothing.
         long_message = " ".join(["7"] * 40).encode()
-        rc, shown = speclab_typed_on_tty(
+        rc, shown = speclab_on_tty(
             "chat", "--model", "toy", "--context", "60", "--max-new-tokens", "20",
             typed=b"1 2 3 4 5 6\n" + long_message + b"\n7 8\n\x04")
         self.assertEqual(rc, 0, shown)
