@@ -149,15 +149,19 @@ TEST_SUITE("lab07 / Lossless on a real model") {
 
 TEST_SUITE("lab07 / Choosing your drafter") {
   // The floor. On these three prompts (64 new tokens each, k = 5) the reference solution --
-  // suffix automaton over lab 02's n-gram model, adaptive k -- reaches an AL of 2.91. The floor is
-  // 2.5, about 14% below it: any sensible copy drafter clears it (`speclab bench` on the same
-  // prompts: plain prompt lookup with n = 3 reaches 2.52, lab 04's pool 2.86, lab 05's automaton
-  // alone 2.72), while a drafter that learns from the reply and never from the prompt reaches
-  // 1.08. AL counts target runs, not seconds, so it does not depend on the machine's speed.
+  // suffix automaton over lab 02's n-gram model, adaptive k -- reaches an AL of 2.91 with the
+  // AVX-512 VNNI kernels. The greedy reply, and so every AL, depends on the CPU's kernels, which
+  // sum in different orders: with the AVX2 kernels the reference reaches 3.47 (a build with
+  // -mavx2 -mfma -mf16c and SPECLAB_NATIVE=OFF). The floor is 2.2, 24% below the lower figure,
+  // so that any sensible copy drafter clears it on either kind of CPU (`speclab generate` on the
+  // same prompts, AVX-512 / AVX2: plain prompt lookup with n = 2 or 3 2.52 / 2.92, with n = 4
+  // 2.34 / 2.66, lab 04's pool 2.86 / 3.39, lab 05's automaton alone 2.72 / 3.24), while a drafter
+  // that learns from the reply and never from the prompt reaches 1.08. AL counts target runs, not
+  // seconds, so it does not depend on the machine's speed or load.
   // (64 tokens, not more: a mutant that drafts nothing must still finish within the mutant
   // runner's 10 s on a loaded two-core machine.)
-  constexpr double kSolutionAL = 2.91;
-  constexpr double kFloorAL = 2.5;
+  constexpr const char* kSolutionAL = "2.91 with the AVX-512 kernels, 3.47 with the AVX2 ones";
+  constexpr double kFloorAL = 2.2;
   TEST_CASE("real model: your drafter reaches the acceptance-length floor on code_edit") {
     RealModel& m = real_model();
     std::int64_t runs = 0, emitted = 0;
