@@ -267,6 +267,19 @@ class BadInput(unittest.TestCase):
                              "--max-new-tokens", "4")
         self.assertEqual(rc, 0, err)
         self.assertIn("seed=18446744073709551615", err)
+    def test_an_output_file_whose_writes_fail_fails_the_run(self):
+        # /dev/full opens for writing, so the check before the run passes, but every write to it
+        # fails (ENOSPC), as on a full disk. bench used to test the stream before closing it, so
+        # the buffered rows were lost without a word: "bench: wrote /dev/full" and exit 0.
+        if not os.path.exists("/dev/full"):
+            self.skipTest("no /dev/full on this system")
+        for flag, other in (("--csv", "--json"), ("--json", "--csv")):
+            rc, _, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic",
+                                 "--drafter", "sa", "--repeats", "1", "--max-new-tokens", "16",
+                                 flag, "/dev/full", other, "")
+            self.assertEqual(rc, 1, f"bench {flag} /dev/full: exit {rc}; stderr: {err}")
+            self.assertIn("writing '/dev/full' failed", err)
+            self.assertNotIn("bench: wrote", err)
 
     def test_a_missing_workload_file_is_named(self):
         self.assert_refused(["bench", "--model", "toy", "--workload", "/nonexistent/w.jsonl",

@@ -138,7 +138,9 @@ int main(int argc, char** argv) {
       std::cout << csv;
     } else {
       std::ofstream out(out_path, std::ios::binary);
-      if (!(out << csv)) {
+      out << csv;
+      out.close();  // a full disk shows only when the buffer is flushed
+      if (!out) {
         std::cerr << "speclab_bench_cost_curve: cannot write " << out_path << "\n";
         return 1;
       }

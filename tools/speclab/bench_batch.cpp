@@ -273,6 +273,7 @@ void write_json(const std::string& path, const BatchBenchSettings& s, const Mode
   }
   std::ofstream f = open_output_file(path, "bench output");
   f << j.dump(2) << '\n';
+  f.close();  // a full disk shows only when the buffer is flushed
   if (!f) throw std::runtime_error("bench: writing '" + path + "' failed");
 }
 

@@ -224,6 +224,7 @@ void write_csv(const std::string& path, const BenchMeta& meta,
         << c.spec_later_turns.target_runs << ',' << c.spec_later_turns.emitted << ','
         << c.run_cost() << ',' << round_trip_csv(c.round_trip) << '\n';
   }
+  out.close();  // a full disk shows only when the buffer is flushed
   if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
 }
 
@@ -292,6 +293,7 @@ void write_json(const std::string& path, const BenchMeta& meta,
   }
   std::ofstream out = open_output_file(path, "bench output");
   out << j.dump(2) << '\n';
+  out.close();  // a full disk shows only when the buffer is flushed
   if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
 }
 
