@@ -281,6 +281,25 @@ class BadInput(unittest.TestCase):
             self.assertIn("writing '/dev/full' failed", err)
             self.assertNotIn("bench: wrote", err)
 
+    def test_a_standard_output_whose_writes_fail_fails_the_run(self):
+        # The text, the table or the answers were lost: the run must not report success.
+        if not os.path.exists("/dev/full"):
+            self.skipTest("no /dev/full on this system")
+        runs = (["generate", "--model", "toy", "--max-new-tokens", "64"],
+                ["chat", "--model", "toy", "--max-new-tokens", "16"],
+                ["bench", "--model", "toy", "--workload", "toy-periodic", "--drafter", "sa",
+                 "--repeats", "1", "--max-new-tokens", "16", "--csv", "", "--json", ""])
+        env = {k: v for k, v in os.environ.items() if k != "LAB_IMPL"}
+        for args in runs:
+            with open("/dev/full", "wb") as full:
+                p = subprocess.run([SPECLAB, *args], input=b"1 2 3\n", stdout=full,
+                                   stderr=subprocess.PIPE, env=env, timeout=120)
+            err = p.stderr.decode("utf-8", "replace")
+            self.assertEqual(p.returncode, 1, f"speclab {' '.join(args)} > /dev/full: exit "
+                             f"{p.returncode}; stderr: {err}")
+            self.assertIn("speclab: error: writing to the standard output failed", err)
+
+
     def test_a_missing_workload_file_is_named(self):
         self.assert_refused(["bench", "--model", "toy", "--workload", "/nonexistent/w.jsonl",
                              "--csv", "", "--json", ""], "'/nonexistent/w.jsonl': no such file")

@@ -3,7 +3,9 @@
 // reference solutions) and speclab-starter (the student's starters). build/bin/speclab picks one
 // by LAB_IMPL (launcher.cpp).
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string>
 
@@ -49,6 +51,13 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "speclab: error: %s\n", e.what());
+    return 1;
+  }
+  // Text, tables and answers that never reached the standard output (a full disk, a closed
+  // file) are a failed run, not a success. The error flag stays set from any earlier write.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "speclab: error: writing to the standard output failed: %s\n",
+                 std::strerror(errno));
     return 1;
   }
   return 0;
