@@ -724,6 +724,40 @@ def smollm2_path():
     return path if os.path.isfile(path) else None
 
 
+class Library(unittest.TestCase):
+    """README's "The engine from your own program": its program, built by its command line
+    against this build tree, and run on SmolLM2 when it is cached."""
+
+    def test_the_readme_example_builds_and_gives_the_plain_output(self):
+        readme = (ROOT / "README.md").read_text()
+        section = readme.split("## The engine from your own program", 1)[1].split("\n## ", 1)[0]
+        code = re.search(r"```cpp\n(.*?)```", section, re.S).group(1)
+        command = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+        build_line = command.replace("\\\n", " ").splitlines()[0]
+        build = Path(SPECLAB).resolve().parents[1]  # build/bin/speclab -> build
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "my_app.cpp").write_text(code)
+            args = []
+            for arg in build_line.split():
+                if arg.startswith("build/"):
+                    arg = str(build / arg[len("build/"):])
+                elif arg.startswith("-I"):
+                    arg = "-I" + str(ROOT / arg[2:])
+                elif arg in ("my_app.cpp", "my_app"):
+                    arg = str(Path(tmp) / arg)
+                args.append(arg)
+            p = subprocess.run(args, capture_output=True, text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, f"{' '.join(args)}\n{p.stderr}")
+            model = smollm2_path()
+            if model is None:
+                self.skipTest("built; not run: SmolLM2 is not cached (tools/fetch_model)")
+            p = subprocess.run([str(Path(tmp) / "my_app"), model], capture_output=True,
+                               text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, f"the outputs differ or it failed:\n{p.stdout}"
+                             f"{p.stderr}")
+            self.assertRegex(p.stdout, r"plain: \d+ tokens, \d+ target runs")
+
+
 class Demo(unittest.TestCase):
     """speclab demo without the model: the toy target, and a line that says why."""
 
