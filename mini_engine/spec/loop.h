@@ -35,7 +35,10 @@ struct GenerationResult {
 
 // Plain decoding: one target run per emitted token, each token chosen by sample_at().
 // The target's sequence is reused where it already holds a prefix of the prompt (a chat turn);
-// anything past that prefix is truncated first.
+// anything past that prefix is truncated first. So a second run of the same prompt on the same
+// target has no prefill (stats.prefill_seconds about 0): to compare two runs' speeds, use a fresh
+// target for each or compare their verify_seconds. Afterwards the target holds the prompt and
+// the emitted tokens but the last.
 // Requires a non-empty prompt of ids in [0, vocab_size()), max_new_tokens >= 1 and a finite
 // temperature >= 0; throws std::invalid_argument naming the bad field otherwise (before touching
 // the target), and ContextOverflow when the prompt or the generation outgrows max_length().
@@ -45,7 +48,8 @@ GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
 // Speculative decoding: each round asks `drafter` for up to k tokens, verifies them with one
 // target run over [last token] + drafts, keeps what `verify` accepts and rolls the target back
 // so it holds only accepted tokens. Every round emits >= 1 token, and never more than
-// max_new_tokens in all (k is capped near the end).
+// max_new_tokens in all (k is capped near the end). Reuses the target's sequence as
+// run_baseline does. `drafter` is used, not owned: begin() is called once, before the rounds.
 // Requires what run_baseline requires, k in [1, 64] and a non-empty `verify` (std::invalid_argument
 // otherwise). Throws std::logic_error naming the drafter or rule if either breaks its contract
 // (too many drafts, a draft or target token outside the vocabulary, a VerifyResult whose emitted

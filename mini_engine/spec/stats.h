@@ -15,10 +15,11 @@ struct SpecStats {
   std::vector<std::int64_t> drafted_at;          // [i]: rounds that had a draft at position i
   std::vector<std::int64_t> accepted_at;         // [i]: rounds whose draft at position i was kept
   std::vector<std::int64_t> accept_length_hist;  // [a]: rounds that kept exactly a drafts
+  // Seconds on the loop's clock (DecodeConfig::clock; the wall clock by default).
   double prefill_seconds = 0.0;
-  double draft_seconds = 0.0;
-  double verify_seconds = 0.0;
-  double total_seconds = 0.0;
+  double draft_seconds = 0.0;   // propose, observe and begin
+  double verify_seconds = 0.0;  // target runs and the verify rule
+  double total_seconds = 0.0;   // the whole call, prefill included
 
   // Adds one round to the counters. Requires 0 <= accepted_now <= drafted_now and
   // emitted_now >= 0; throws std::invalid_argument (and changes nothing) otherwise.
@@ -32,7 +33,8 @@ struct SpecStats {
   double acceptance_at(int i) const;
   // Time not spent drafting, verifying or in prefill: the loop's own bookkeeping.
   double other_seconds() const;
-  // One line: tokens, runs, tokens/run, acceptance, time split, tokens/s.
+  // One line: tokens, runs, tokens/run, acceptance, time split, and tokens/s as
+  // emitted / total_seconds (prefill included: end to end, not decode-only).
   std::string summary() const;
 };
 

@@ -195,6 +195,23 @@ TEST_SUITE("engine / speculative loop") {
     CHECK(spec.stats.total_seconds == spec_clock.now());
   }
 
+  TEST_CASE("both loops reuse the prompt a target already holds: a second run has no prefill") {
+    // So two runs on one target are not timed alike: the second's tokens/s leaves the prefill out.
+    SimulatedClock clock;
+    SlowTarget target(clock);
+    const auto prompt = target.inner.make_prompt(8);
+    DecodeConfig dc;
+    dc.max_new_tokens = 6;
+    dc.clock = &clock;
+    const auto first = run_baseline(target, prompt, dc);
+    CHECK(first.stats.prefill_seconds == 0.5);
+    PromptLookupDrafter d(1);
+    const auto spec = run_speculative(target, d, greedy_verify_rule(), prompt, dc);
+    CHECK(spec.tokens == first.tokens);
+    CHECK(spec.stats.prefill_seconds == 0.0);
+    CHECK(run_baseline(target, prompt, dc).stats.prefill_seconds == 0.0);
+  }
+
   TEST_CASE("the rounds' draft_seconds add up to the stats': begin and observe included") {
     // The records held only propose()'s time, so a trace's draft_s summed to a fraction of the
     // stats line's draft time for a drafter that learns in observe() (the suffix automaton).
