@@ -948,6 +948,21 @@ class RealModel(unittest.TestCase):
         self.assertIn("holds at most 64 tokens", err)
         self.assertIn("or raise --context, up to the model's own limit of 8192)", err)
 
+    def test_bench_refuses_before_any_run_a_conversation_whose_later_turns_outgrow_the_context(self):
+        # Only the first turn was checked, so a two-turn conversation ran its first turn and then
+        # failed with exit 1 and "the prompt has 69 tokens but ... holds at most 50", which named
+        # neither the workload nor a way out.
+        rc, out, err = speclab("bench", "--model", "smollm2", "--threads", "1", "--workload",
+                               "two_turn", "--prompts", "1", "--drafter", "sa", "--repeats", "1",
+                               "--max-new-tokens", "8", "--context", "50", "--csv", "",
+                               "--json", "")
+        self.assertEqual(rc, 2, err)
+        self.assertIn("workload two_turn, '", err)
+        self.assertRegex(err, r"its 2 turns \(\d+ tokens of prompts and templates\) \+ "
+                              r"--max-new-tokens 8 for each reply do not fit the context")
+        self.assertIn("or raise --context, up to the model's own limit of 8192", err)
+        self.assertEqual(out, "", "the bench ran before checking the conversations")
+
     def test_a_context_above_the_models_limit_is_refused_naming_it(self):
         # It used to be capped to the model's limit without a word.
         bench = ["bench", "--workload", "code_edit", "--prompts", "1", "--repeats", "1",

@@ -198,11 +198,28 @@ int run_bench(const BenchOptions& o) {
       std::vector<Token> first = m.codec->system_prompt(c.system);
       const std::vector<Token> user = m.codec->user_turn(c.turns[0]);
       first.insert(first.end(), user.begin(), user.end());
-      if (first.size() + static_cast<size_t>(o.max_new_tokens) * c.turns.size() >
+      // The last turn's prompt holds every turn before it: all the user turns, and each earlier
+      // reply at its longest with what closes it.
+      size_t templates = first.size();
+      const size_t close =
+          std::max(m.codec->close_reply(false).size(), m.codec->close_reply(true).size());
+      for (size_t t = 1; t < c.turns.size(); ++t)
+        templates += m.codec->user_turn(c.turns[t]).size() + close;
+      if (templates + static_cast<size_t>(o.max_new_tokens) * c.turns.size() >
           static_cast<size_t>(m.target->max_length())) {
-        throw UsageError("workload " + w.name + ", '" + c.id +
-                         "': the prompt and max-new-tokens do not fit the model's context of " +
-                         std::to_string(m.target->max_length()) + " tokens");
+        const std::string way_out =
+            m.target->max_length() < m.context_limit
+                ? " tokens (lower --max-new-tokens, or raise --context, up to the model's own "
+                  "limit of " +
+                      std::to_string(m.context_limit) + ")"
+                : " tokens, the model's own limit (lower --max-new-tokens)";
+        throw UsageError(
+            "workload " + w.name + ", '" + c.id + "': its " + std::to_string(c.turns.size()) +
+            (c.turns.size() == 1 ? " turn (" : " turns (") + std::to_string(templates) +
+            " tokens of prompts and templates) + --max-new-tokens " +
+            std::to_string(o.max_new_tokens) +
+            " for each reply do not fit the context: " + m.target->name() + " holds at most " +
+            std::to_string(m.target->max_length()) + way_out);
       }
       for (const BenchCase& cs : cases)
         check_n_fits(cs.drafter, *m.target, first.size(), o.max_new_tokens);
