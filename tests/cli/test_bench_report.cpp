@@ -3,6 +3,8 @@
 // ratio and not the figure.
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -105,4 +107,26 @@ TEST_CASE(
   // prompt-lookup here has no n set: the column is empty, as the JSON's null and the table's "-"
   // (it said 0, which reads as an n-gram length).
   CHECK(field(row, "n", header).empty());
+}
+
+TEST_CASE("the table's legend defines every timed column: drafter cost and tokens/s included") {
+  // "draft us/tok" and "plain/spec tok/s" had no line: per drafted or per emitted token, and
+  // with or without the prefill, could only be learned from bench_report.cpp.
+  CaseResult c;
+  c.workload = "toy-periodic";
+  c.drafter = "prompt-lookup";
+  c.base_seconds = {2.0};
+  c.spec_seconds = {1.0};
+  char* text = nullptr;
+  size_t size = 0;
+  std::FILE* out = open_memstream(&text, &size);
+  REQUIRE(out != nullptr);
+  speclab::cli::print_table(out, BenchMeta{}, {c});
+  std::fclose(out);
+  const std::string table(text, size);
+  std::free(text);
+  CHECK(table.find("draft us/tok: the drafter's time (propose, begin and observe) per emitted "
+                   "token") != std::string::npos);
+  CHECK(table.find("plain, spec tok/s: emitted tokens per second end to end (prefill included), "
+                   "median over repeats") != std::string::npos);
 }
