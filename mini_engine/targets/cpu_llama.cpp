@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
 #include "mini_engine/targets/cpu_attention.h"
+#include "mini_engine/targets/spin_barrier.h"
 
 namespace speclab {
 namespace {
@@ -353,11 +355,15 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
     S.qa_embd.quantize_rows(S.xn.data(), E, tr.begin, tr.end, format);
   };
 
-  // One parallel region for the whole pass; barriers separate the steps. Nothing inside throws:
-  // every shape was checked at load time and every buffer is sized above (an exception escaping
-  // an OpenMP region would terminate the program).
+  // One parallel region for the whole pass; barriers separate the steps. They are our own
+  // (spin_barrier.h), not OpenMP's, which spin so long that a pass crawls when other programs
+  // keep the cores busy. Nothing inside throws: every shape was checked at load time and every
+  // buffer is sized above (an exception escaping an OpenMP region would terminate the program).
+  std::optional<cpu::SpinBarrier> barrier;
 #pragma omp parallel num_threads(threads_)
   {
+#pragma omp single
+    barrier.emplace(omp_get_num_threads());  // the team OpenMP gave; the single ends in a barrier
     {
       const int tid = omp_get_thread_num();
       // Token embeddings (exact: a Q8_0 row decodes without rounding).
@@ -367,13 +373,13 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
         cpu::rope_angles(hd, rows[tr.begin].pos, rope_theta_scale_,
                          S.rope.data() + static_cast<size_t>(tr.begin) * hd);
       }
-#pragma omp barrier
+      barrier->arrive_and_wait();
       for (int l = 0; l < hp.n_layer; ++l) {
         const LlamaLayer& L = w_.layers[l];
         const PackedLayer* P = packed ? &packed_layers_[static_cast<size_t>(l)] : nullptr;
         // ---- attention ----
         norm_quantize(S.x.data(), L.attn_norm, shared_format({&L.wq, &L.wk, &L.wv}));
-#pragma omp barrier
+        barrier->arrive_and_wait();
         {  // q | k | v: one range of output rows per thread over the three matrices.
           const Range rr = my_slice(qkv_w, 16);
           const int q1 = q_dim, k1 = q_dim + kv_dim;
@@ -390,7 +396,7 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
                std::max(rr.begin, k1) - k1, rr.end - k1);
           }
         }
-#pragma omp barrier
+        barrier->arrive_and_wait();
         // RoPE on q and k; k and v go into the cache at their positions.
         {
           const int heads = hp.n_head + hp.n_head_kv;
@@ -411,7 +417,7 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
             }
           }
         }
-#pragma omp barrier
+        barrier->arrive_and_wait();
         // Causal attention: query (t, h) sees positions 0..rows[t].pos of its own sequence's
         // KV head h / group.
         {
@@ -435,13 +441,13 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
                              item.count, probs.data());
           }
         }
-#pragma omp barrier
+        barrier->arrive_and_wait();
         {
           const Range tr = my_slice(n);
           S.qa_att.quantize_rows(S.att.data(), q_dim, tr.begin, tr.end,
                                  cpu::act_format_for(L.wo.type));
         }
-#pragma omp barrier
+        barrier->arrive_and_wait();
         {  // x += Wo . att; each thread adds the columns it computed.
           const Range rr = my_slice(E, 16);
           mm(L.wo, P ? &P->wo : nullptr, S.qa_att, S.xn.data(), E, rr.begin, rr.end);
@@ -451,10 +457,10 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
             for (int c = rr.begin; c < rr.end; ++c) x[c] += o[c];
           }
         }
-#pragma omp barrier
+        barrier->arrive_and_wait();
         // ---- SwiGLU feed-forward ----
         norm_quantize(S.x.data(), L.ffn_norm, shared_format({&L.w_gate, &L.w_up}));
-#pragma omp barrier
+        barrier->arrive_and_wait();
         {
           const Range rr = my_slice(F, 16);
           mm(L.w_gate, P ? &P->w_gate : nullptr, S.qa_embd, S.gate.data(), F, rr.begin, rr.end);
@@ -465,13 +471,13 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
             cpu::silu_mul(g + rr.begin, u + rr.begin, rr.end - rr.begin);
           }
         }
-#pragma omp barrier
+        barrier->arrive_and_wait();
         {
           const Range tr = my_slice(n);
           S.qa_ff.quantize_rows(S.gate.data(), F, tr.begin, tr.end,
                                 cpu::act_format_for(L.w_down.type));
         }
-#pragma omp barrier
+        barrier->arrive_and_wait();
         {
           const Range rr = my_slice(E, 16);
           mm(L.w_down, P ? &P->w_down : nullptr, S.qa_ff, S.xn.data(), E, rr.begin, rr.end);
@@ -481,12 +487,12 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
             for (int c = rr.begin; c < rr.end; ++c) x[c] += o[c];
           }
         }
-#pragma omp barrier
+        barrier->arrive_and_wait();
       }
       // ---- output (skipped when no one wants the logits: the same choice in every thread) ----
       if (logits != nullptr) {
         norm_quantize(S.x.data(), w_.output_norm, cpu::act_format_for(w_.output.type));
-#pragma omp barrier
+        barrier->arrive_and_wait();
         const Range rr = my_slice(hp.n_vocab, 16);
         mm(w_.output, &packed_output_, S.qa_embd, logits, hp.n_vocab, rr.begin, rr.end);
       }

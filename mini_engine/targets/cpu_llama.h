@@ -22,7 +22,9 @@
 namespace speclab {
 
 struct CpuLlamaOptions {
-  int threads = 0;      // worker threads; 0 = every core (std::thread::hardware_concurrency)
+  int threads = 0;  // worker threads; 0 = every core (std::thread::hardware_concurrency).
+                    // A thread that waits for another spins ~50 us, then sleeps
+                    // (spin_barrier.h): cores busy with other programs slow a pass, not stall it
   int max_context = 0;  // the most tokens a sequence may hold; 0 = the model's
                         // llama.context_length, otherwise the smaller of the two
   // packed: the weights are repacked once at load time (cpu::PackedMatrix, as much memory again
