@@ -42,10 +42,11 @@ int count_early_passes(int threads, int phases, int spins) {
 
 TEST_SUITE("CpuLlama: the pass's barrier") {
   TEST_CASE("no thread passes the barrier before all have arrived, spinning or sleeping") {
-    for (int threads : {2, 3, 5}) {
-      // spins 0: every waiting thread sleeps at once; the default: they mostly spin; 1 << 20:
-      // they practically never sleep.
-      for (int spins : {0, SpinBarrier::kDefaultSpins, 1 << 20}) {
+    for (int threads : {2, 3, 4}) {
+      // spins 0: every waiting thread sleeps at once; the default: on an idle machine they
+      // mostly spin. (Far longer spins make this test crawl when threads outnumber the cores,
+      // which is the very problem the barrier's sleep solves.)
+      for (int spins : {0, SpinBarrier::kDefaultSpins}) {
         CAPTURE(threads);
         CAPTURE(spins);
         CHECK(count_early_passes(threads, 2000, spins) == 0);
