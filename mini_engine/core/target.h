@@ -10,6 +10,8 @@ namespace speclab {
 
 // A Target holds one sequence (its KV cache, for a real model) and turns appended tokens into
 // logits. Not copyable: it owns model state that is expensive or impossible to duplicate.
+// Not thread-safe: call one Target from one thread at a time (a real model runs its own worker
+// threads inside a call). Separate Targets are independent.
 class Target {
  public:
   Target() = default;

@@ -11,6 +11,8 @@ namespace speclab {
 
 // Every lab's drafter implements this. The engine owns the context; a drafter may keep its own
 // state (an n-gram table, a pool, an automaton) and update it in begin() and observe().
+// Not thread-safe: one generation at a time, from one thread. Drafters that share state (lab
+// 04's NGramPoolDrafters with one NGramPoolManager) must be used from one thread: nothing locks it.
 class Drafter {
  public:
   Drafter() = default;
