@@ -116,6 +116,15 @@ class BadInput(unittest.TestCase):
                 self.assert_refused([cmd, "--model", "toy", "--k", k], "--k",
                                     "must be between 1 and 64 (drafts per round)")
 
+    def test_a_bench_list_that_names_a_value_twice(self):
+        # Each case would run twice, doubling the time and the table's rows for nothing.
+        for flag, value, named in (("--drafter", "sa,ngram,sa", "sa"), ("--k", "5,6,5", "5"),
+                                   ("--n", "2,2", "2"), ("--workload", "toy-periodic,toy-periodic",
+                                                         "toy-periodic")):
+            self.assert_refused(["bench", "--model", "toy", "--repeats", "1", "--csv", "",
+                                 "--json", "", flag, value],
+                                f"{flag} names {named} twice")
+
     def test_n_larger_than_the_context(self):
         self.assert_refused(["generate", "--model", "toy", "--context", "64", "--max-new-tokens",
                              "32", "--n", "100"], "--n 100 is larger than the context")

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -120,7 +121,27 @@ std::string describe_mismatch(const std::vector<std::vector<Token>>& base,
   return "the number of turns differs";
 }
 
+// Throws UsageError when the comma-separated `flag` names one value twice: each of its cases
+// would run twice, for nothing.
+template <typename T>
+void require_distinct(const std::vector<T>& values, const std::string& flag) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::find(values.begin() + static_cast<std::ptrdiff_t>(i) + 1, values.end(), values[i]) !=
+        values.end()) {
+      std::ostringstream value;
+      value << values[i];
+      throw UsageError(flag + " names " + value.str() +
+                       " twice: each of its cases would run twice");
+    }
+  }
+}
+
 int run_bench(const BenchOptions& o) {
+  require_distinct(o.drafters, "--drafter");
+  require_distinct(o.ks, "--k");
+  require_distinct(o.ns, "--n");
+  require_distinct(o.workloads, "--workload");
+  require_distinct(o.batches, "--batch");
   const std::vector<BenchCase> cases = make_cases(o);
   if (cases.empty()) throw UsageError("bench: no case to run (check --drafter, --k and --n)");
   for (int k : o.ks) {
