@@ -3,6 +3,8 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -25,6 +27,22 @@ std::span<float> Logits::row(int i) {
 }
 
 std::span<const float> Logits::row(int i) const { return const_cast<Logits*>(this)->row(i); }
+
+void require_finite_choices(const Logits& logits, std::span<const Token> chosen,
+                            std::int64_t first_position, const std::string& who) {
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    const float score = logits.row(static_cast<int>(i))[static_cast<size_t>(chosen[i])];
+    // -infinity is a score, not a breakdown: a target may rule a token out with it.
+    if (std::isnan(score) || score == std::numeric_limits<float>::infinity()) {
+      throw std::runtime_error(
+          who + ": the logit of the token chosen at position " +
+          std::to_string(first_position + static_cast<std::int64_t>(i)) + " is " +
+          (std::isnan(score) ? "NaN" : "+infinity") +
+          ": the model's numbers broke down (a corrupt model file or a kernel bug), so its "
+          "output from here on would be noise");
+    }
+  }
+}
 
 // Two passes over the row: its largest score, then the first index holding it. With SSE (every
 // x86-64) each pass handles 16 scores per step, about 5x faster than a compare-and-branch loop

@@ -1,6 +1,8 @@
 #pragma once
 // A block of logits rows: the output of one Target::extend call.
+#include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "mini_engine/core/token.h"
@@ -28,6 +30,14 @@ class Logits {
   int vocab_ = 0;
   std::vector<float> data_;  // (rows_, vocab_), row-major
 };
+
+// Throws std::runtime_error "<who>: the logit of the token chosen at position P is NaN..." when,
+// for some i, row i's score for chosen[i] is NaN or +infinity: the model's numbers broke down (a
+// corrupt model, a kernel bug), and what it chose is noise. (-infinity is a score: a target may
+// rule tokens out with it.) chosen[i] is the token at position first_position + i. Requires
+// chosen.size() <= rows() and every id in [0, vocab()); reads nothing else.
+void require_finite_choices(const Logits& logits, std::span<const Token> chosen,
+                            std::int64_t first_position, const std::string& who);
 
 // The index of the largest score; ties go to the lowest index. Requires a non-empty row (throws
 // std::invalid_argument otherwise). As the loop `if (row[i] > row[best]) best = i`: a NaN is

@@ -215,6 +215,8 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
                                std::to_string(vr.emitted.back()) + ", outside the vocabulary [0, " +
                                std::to_string(target.vocab_size()) + ")");
       }
+      require_finite_choices(logits[a], vr.emitted, round.position,
+                             req_name(i) + ": " + target.name());
       verdicts.push_back(std::move(vr));
     }
     const double step_seconds = clock.now() - t_verify;

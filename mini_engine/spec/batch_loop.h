@@ -81,7 +81,8 @@ struct BatchGenerationResult {
 // Throws std::invalid_argument naming the request for an empty prompt, a bad config or id, or
 // k_for_batch out of range; std::logic_error naming the request and drafter or rule when either
 // breaks its contract (as in run_speculative, a target token outside the vocabulary included);
-// ContextOverflow when a sequence runs out of room.
+// ContextOverflow when a sequence runs out of room; std::runtime_error naming the request when
+// a chosen token's logit is NaN or +infinity (as in run_baseline).
 BatchGenerationResult run_speculative_batch(BatchTarget& target,
                                             std::span<const BatchRequest> requests,
                                             const VerifyRule& verify,

@@ -93,6 +93,7 @@ GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
     const double t0 = clock.now();
     const Logits logits = target.extend(std::span<const Token>(&last, 1));
     const Token next = sample_at(logits.row(0), config.sampling, position);
+    require_finite_choices(logits, std::span<const Token>(&next, 1), position, target.name());
     const double verify_s = clock.now() - t0;
     result.stats.verify_seconds += verify_s;
     result.stats.record_round(0, 0, 1);
@@ -175,6 +176,7 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
     try {
       vr = verify(VerifyInput{round.drafts, logits, round.position, config.sampling});
       check_verdict(vr, round.drafts, target.vocab_size());
+      require_finite_choices(logits, vr.emitted, round.position, target.name());
     } catch (...) {
       // Take the unverified [last] + drafts back out, as before the round.
       target.truncate(static_cast<int>(context.size()) - 1);

@@ -42,6 +42,8 @@ struct GenerationResult {
 // Requires a non-empty prompt of ids in [0, vocab_size()), max_new_tokens >= 1 and a finite
 // temperature >= 0; throws std::invalid_argument naming the bad field otherwise (before touching
 // the target), and ContextOverflow when the prompt or the generation outgrows max_length().
+// Throws std::runtime_error naming the target and the position when the logit of a token it
+// chose is NaN or +infinity (require_finite_choices, logits.h): the model's numbers broke down.
 GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
                               const DecodeConfig& config);
 
@@ -53,7 +55,8 @@ GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
 // Requires what run_baseline requires, k in [1, 64] and a non-empty `verify` (std::invalid_argument
 // otherwise). Throws std::logic_error naming the drafter or rule if either breaks its contract
 // (too many drafts, a draft or target token outside the vocabulary, a VerifyResult whose emitted
-// tokens don't match). Whatever throws (the drafter, the rule, a callback, the target), the target
+// tokens don't match), and std::runtime_error as run_baseline when a chosen token's logit is NaN
+// or +infinity. Whatever throws (the drafter, the rule, a callback, the target), the target
 // is left holding a prefix of prompt + the tokens emitted so far: never an unverified draft.
 GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyRule& verify,
                                  std::span<const Token> prompt, const DecodeConfig& config);

@@ -1,6 +1,7 @@
 // run_speculative_batch: lock-step decoding of several requests, one target call per step.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <numeric>
@@ -59,6 +60,39 @@ class CountingBatch final : public BatchTarget {
   void truncate(int seq, int new_len) override { inner.truncate(seq, new_len); }
   ToyBatchTarget inner;
   int extended_rows = 0, appended_rows = 0;
+};
+
+// A ToyBatchTarget whose rows that score the tokens at positions `from` and later are all NaN,
+// in every sequence: what a broken kernel gives.
+class NanBatch final : public BatchTarget {
+ public:
+  NanBatch(const ToyTargetConfig& cfg, int from) : inner(cfg), from_(from) {}
+  std::string name() const override { return "nan-batch"; }
+  int vocab_size() const override { return inner.vocab_size(); }
+  int max_length() const override { return inner.max_length(); }
+  int add_sequence() override { return inner.add_sequence(); }
+  void remove_sequence(int seq) override { inner.remove_sequence(seq); }
+  std::vector<int> sequences() const override { return inner.sequences(); }
+  std::span<const Token> tokens(int seq) const override { return inner.tokens(seq); }
+  std::vector<Logits> extend_batch(std::span<const BatchItem> items) override {
+    std::vector<int> first;
+    for (const BatchItem& it : items)
+      first.push_back(static_cast<int>(inner.tokens(it.seq).size()));
+    std::vector<Logits> out = inner.extend_batch(items);
+    for (size_t a = 0; a < out.size(); ++a) {
+      for (int i = 0; i < out[a].rows(); ++i) {
+        if (first[a] + i + 1 >= from_) {
+          std::fill(out[a].row(i).begin(), out[a].row(i).end(), std::nanf(""));
+        }
+      }
+    }
+    return out;
+  }
+  void truncate(int seq, int new_len) override { inner.truncate(seq, new_len); }
+  ToyBatchTarget inner;
+
+ private:
+  int from_;
 };
 
 struct Spec {
@@ -326,6 +360,24 @@ TEST_SUITE("engine / batched speculative loop") {
                          doctest::Contains("verify rule broke its contract"), std::logic_error);
     CHECK(run_speculative_batch(batch, std::span<const BatchRequest>{}, greedy_verify_rule())
               .requests.empty());
+  }
+
+  TEST_CASE("batched: a target whose logits turn NaN is named in the error with the request") {
+    NanBatch batch(periodic_cfg(0, 0.0), 12);
+    std::vector<BatchRequest> reqs(2);
+    reqs[0].prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 1};
+    reqs[1].prompt = {1, 2, 3, 4, 5, 6, 7};
+    PromptLookupDrafter d0(2), d1(2);
+    reqs[0].drafter = &d0;
+    reqs[1].drafter = &d1;
+    for (BatchRequest& r : reqs) {
+      r.config.k = 3;
+      r.config.max_new_tokens = 10;
+    }
+    CHECK_THROWS_WITH_AS(run_speculative_batch(batch, reqs, greedy_verify_rule()),
+                         doctest::Contains("request 0: nan-batch: the logit of the token chosen "
+                                           "at position 12 is NaN"),
+                         std::runtime_error);
   }
 
   TEST_CASE("batched: a verify rule whose target token is outside the vocabulary is reported") {

@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "clocked_drafter.h"
@@ -62,6 +64,30 @@ class SlowTarget final : public Target {
 
  private:
   SimulatedClock& clock_;
+};
+// A ToyTarget whose rows that score the tokens at positions `from` and later are all `bad` (NaN
+// or infinite): what a broken kernel, or a model whose numbers overflow, gives.
+class BrokenTarget final : public Target {
+ public:
+  BrokenTarget(float bad, int from) : bad_(bad), from_(from) {}
+  std::string name() const override { return "broken"; }
+  int vocab_size() const override { return inner.vocab_size(); }
+  int max_length() const override { return inner.max_length(); }
+  std::span<const Token> tokens() const override { return inner.tokens(); }
+  Logits extend(std::span<const Token> t) override {
+    const int first = inner.length();
+    Logits l = inner.extend(t);
+    for (int i = 0; i < l.rows(); ++i) {
+      if (first + i + 1 >= from_) std::fill(l.row(i).begin(), l.row(i).end(), bad_);
+    }
+    return l;
+  }
+  void truncate(int n) override { inner.truncate(n); }
+  ToyTarget inner{ToyTargetConfig{.regime = ToyRegime::periodic, .seed = 3, .period = 5}};
+
+ private:
+  float bad_;
+  int from_;
 };
 }  // namespace
 
@@ -267,6 +293,31 @@ TEST_SUITE("engine / speculative loop") {
     const VerifyRule broken = [](const VerifyInput&) { return VerifyResult{2, {1, 2}}; };
     CHECK_THROWS_AS(run_speculative(t, d, broken, prompt, dc), std::logic_error);
     CHECK(t.length() == 2);
+  }
+
+  TEST_CASE("a target whose logits turn NaN or infinite is named in the error, in both loops") {
+    // Greedy decoding picked token 0 from a row of NaNs (nothing compares greater) and went on
+    // emitting noise; the check reads only the chosen token's logit in each row. (-infinity is a
+    // score the toy target itself gives the tokens it rules out: the other tests run into it.)
+    for (const float bad : {std::nanf(""), INFINITY}) {
+      CAPTURE(bad);
+      const std::vector<Token> prompt = {1, 2, 3, 4, 5, 1, 2, 3};
+      DecodeConfig dc;
+      dc.max_new_tokens = 20;
+      dc.k = 4;
+      BrokenTarget plain(bad, 12);
+      const std::string said =
+          std::string("broken: the logit of the token chosen at position 12 is ") +
+          (std::isnan(bad) ? "NaN" : "+infinity");
+      CHECK_THROWS_WITH_AS(run_baseline(plain, prompt, dc), doctest::Contains(said.c_str()),
+                           std::runtime_error);
+      BrokenTarget spec(bad, 12);
+      PromptLookupDrafter d(2);
+      CHECK_THROWS_WITH_AS(run_speculative(spec, d, greedy_verify_rule(), prompt, dc),
+                           doctest::Contains("numbers broke down"), std::runtime_error);
+      // The failed round is taken back: the target holds no token past position 11.
+      CHECK(spec.length() < 12);
+    }
   }
 
   TEST_CASE("a drafter that throws mid-run leaves the target holding only emitted text") {
