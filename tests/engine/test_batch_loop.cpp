@@ -38,10 +38,11 @@ V prompt_for(const ToyTarget& t, int i, int len) {
   return p;
 }
 
-// A ToyBatchTarget that counts the rows asked of extend_batch and of append_batch.
-class CountingBatch final : public BatchTarget {
+// A BatchTarget that hands every call to a ToyBatchTarget; the fakes below override what they
+// watch or break.
+class ToyBatchWrapper : public BatchTarget {
  public:
-  explicit CountingBatch(const ToyTargetConfig& cfg) : inner(cfg) {}
+  explicit ToyBatchWrapper(const ToyTargetConfig& cfg) : inner(cfg) {}
   std::string name() const override { return inner.name(); }
   int vocab_size() const override { return inner.vocab_size(); }
   int max_length() const override { return inner.max_length(); }
@@ -50,6 +51,18 @@ class CountingBatch final : public BatchTarget {
   std::vector<int> sequences() const override { return inner.sequences(); }
   std::span<const Token> tokens(int seq) const override { return inner.tokens(seq); }
   std::vector<Logits> extend_batch(std::span<const BatchItem> items) override {
+    return inner.extend_batch(items);
+  }
+  void append_batch(std::span<const BatchItem> items) override { inner.append_batch(items); }
+  void truncate(int seq, int new_len) override { inner.truncate(seq, new_len); }
+  ToyBatchTarget inner;
+};
+
+// Counts the rows asked of extend_batch and of append_batch.
+class CountingBatch final : public ToyBatchWrapper {
+ public:
+  using ToyBatchWrapper::ToyBatchWrapper;
+  std::vector<Logits> extend_batch(std::span<const BatchItem> items) override {
     for (const BatchItem& it : items) extended_rows += static_cast<int>(it.tokens.size());
     return inner.extend_batch(items);
   }
@@ -57,27 +70,20 @@ class CountingBatch final : public BatchTarget {
     for (const BatchItem& it : items) appended_rows += static_cast<int>(it.tokens.size());
     inner.append_batch(items);
   }
-  void truncate(int seq, int new_len) override { inner.truncate(seq, new_len); }
-  ToyBatchTarget inner;
   int extended_rows = 0, appended_rows = 0;
 };
 
-// A ToyBatchTarget whose rows that score the tokens at positions `from` and later are all NaN,
-// in every sequence: what a broken kernel gives.
-class NanBatch final : public BatchTarget {
+// Its rows that score the tokens at positions `from` and later are all NaN, in every sequence:
+// what a broken kernel gives.
+class NanBatch final : public ToyBatchWrapper {
  public:
-  NanBatch(const ToyTargetConfig& cfg, int from) : inner(cfg), from_(from) {}
+  NanBatch(const ToyTargetConfig& cfg, int from) : ToyBatchWrapper(cfg), from_(from) {}
   std::string name() const override { return "nan-batch"; }
-  int vocab_size() const override { return inner.vocab_size(); }
-  int max_length() const override { return inner.max_length(); }
-  int add_sequence() override { return inner.add_sequence(); }
-  void remove_sequence(int seq) override { inner.remove_sequence(seq); }
-  std::vector<int> sequences() const override { return inner.sequences(); }
-  std::span<const Token> tokens(int seq) const override { return inner.tokens(seq); }
   std::vector<Logits> extend_batch(std::span<const BatchItem> items) override {
     std::vector<int> first;
-    for (const BatchItem& it : items)
+    for (const BatchItem& it : items) {
       first.push_back(static_cast<int>(inner.tokens(it.seq).size()));
+    }
     std::vector<Logits> out = inner.extend_batch(items);
     for (size_t a = 0; a < out.size(); ++a) {
       for (int i = 0; i < out[a].rows(); ++i) {
@@ -88,8 +94,6 @@ class NanBatch final : public BatchTarget {
     }
     return out;
   }
-  void truncate(int seq, int new_len) override { inner.truncate(seq, new_len); }
-  ToyBatchTarget inner;
 
  private:
   int from_;
