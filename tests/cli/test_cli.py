@@ -972,6 +972,16 @@ class RealModel(unittest.TestCase):
         self.assertIn("or raise --context, up to the model's own limit of 8192", err)
         self.assertEqual(out, "", "the bench ran before checking the conversations")
 
+    def test_bench_batch_mode_checks_only_the_first_turns_it_decodes(self):
+        # Batched mode decodes each conversation's first turn only, so a context that holds the
+        # first turn but not both is enough for it (the check counted every turn).
+        rc, out, err = speclab("bench", "--model", "smollm2", "--threads", "1", "--workload",
+                               "two_turn", "--prompts", "1", "--drafter", "sa", "--repeats", "1",
+                               "--max-new-tokens", "8", "--context", "50", "--csv", "",
+                               "--json", "", "--batch", "1")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("two_turn", out)
+
     def test_a_context_above_the_models_limit_is_refused_naming_it(self):
         # It used to be capped to the model's limit without a word.
         bench = ["bench", "--workload", "code_edit", "--prompts", "1", "--repeats", "1",

@@ -220,13 +220,13 @@ int run_bench(const BenchOptions& o) {
       const std::vector<Token> user = m.codec->user_turn(c.turns[0]);
       first.insert(first.end(), user.begin(), user.end());
       // The last turn's prompt holds every turn before it: all the user turns, and each earlier
-      // reply at its longest with what closes it.
+      // reply at its longest with what closes it. Batched mode decodes first turns only.
+      const size_t turns = o.batches.empty() ? c.turns.size() : 1;
       size_t templates = first.size();
       const size_t close =
           std::max(m.codec->close_reply(false).size(), m.codec->close_reply(true).size());
-      for (size_t t = 1; t < c.turns.size(); ++t)
-        templates += m.codec->user_turn(c.turns[t]).size() + close;
-      if (templates + static_cast<size_t>(o.max_new_tokens) * c.turns.size() >
+      for (size_t t = 1; t < turns; ++t) templates += m.codec->user_turn(c.turns[t]).size() + close;
+      if (templates + static_cast<size_t>(o.max_new_tokens) * turns >
           static_cast<size_t>(m.target->max_length())) {
         const std::string way_out =
             m.target->max_length() < m.context_limit
@@ -234,13 +234,12 @@ int run_bench(const BenchOptions& o) {
                   "limit of " +
                       std::to_string(m.context_limit) + ")"
                 : " tokens, the model's own limit (lower --max-new-tokens)";
-        throw UsageError(
-            "workload " + w.name + ", '" + c.id + "': its " + std::to_string(c.turns.size()) +
-            (c.turns.size() == 1 ? " turn (" : " turns (") + std::to_string(templates) +
-            " tokens of prompts and templates) + --max-new-tokens " +
-            std::to_string(o.max_new_tokens) +
-            " for each reply do not fit the context: " + m.target->name() + " holds at most " +
-            std::to_string(m.target->max_length()) + way_out);
+        throw UsageError("workload " + w.name + ", '" + c.id + "': its " + std::to_string(turns) +
+                         (turns == 1 ? " turn (" : " turns (") + std::to_string(templates) +
+                         " tokens of prompts and templates) + --max-new-tokens " +
+                         std::to_string(o.max_new_tokens) +
+                         " for each reply do not fit the context: " + m.target->name() +
+                         " holds at most " + std::to_string(m.target->max_length()) + way_out);
       }
       for (const BenchCase& cs : cases)
         check_n_fits(cs.drafter, *m.target, first.size(), o.max_new_tokens);
