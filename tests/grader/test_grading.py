@@ -509,11 +509,11 @@ class GradeOneSubmission(unittest.TestCase):
     """cli.grade_submission with a fake workspace: what a student's build failure shows, and
     where."""
 
-    def grade(self, builds, deps=()):
+    def grade(self, builds, deps=(), files=None):
         setup = cli.LabSetup(LAB, [], {}, [("secret case", "lab01 hidden / S")],
                              {"secret case": 4.0}, 5, 512)
         ws = FakeWorkspace(builds, deps)
-        sub = submission.Submission("alice", "/x/alice", {EDITABLE: b"int x;"})
+        sub = submission.Submission("alice", "/x/alice", files or {EDITABLE: b"int x;"})
         args = argparse.Namespace(build_timeout=60, jobs=1)
         return ws, cli.grade_submission(ws, sub, ["lab01"], {"lab01": setup}, args)
 
@@ -529,6 +529,20 @@ class GradeOneSubmission(unittest.TestCase):
         self.assertEqual(len(flagged), 2, g.notes)
         self.assertIn("solutions/lab01_prompt_lookup/solution.cpp", flagged[0])
         self.assertIn("tests/lab01/helpers.h", flagged[1])
+
+    def test_another_labs_file_that_this_run_does_not_grade_is_named(self):
+        # A student who uploads lab02's zip to the lab01 assignment must not read only "not
+        # submitted": the report names the file that came and says it was not graded.
+        other = "labs/lab02_ngram_storage/starter.cpp"
+        _, g = self.grade([], files={other: b"int y;"})
+        self.assertEqual(g.labs[0].build_status, "not_submitted")
+        named = [n for n in g.notes if other in n]
+        self.assertEqual(len(named), 1, g.notes)
+        self.assertIn("not graded", named[0])
+        self.assertIn("lab01", named[0])
+        self.assertIn(other, reports.gradescope_json(g)["output"])
+        _, g = self.grade([(True, "ok"), (True, "ok")])
+        self.assertEqual([n for n in g.notes if "not graded" in n], [])
 
     def test_a_public_compile_error_is_shown_from_the_public_build_alone(self):
         ws, g = self.grade([(False, "starter.cpp:1: error: expected ';'")])

@@ -142,6 +142,11 @@ HIDDEN_BUILD_FAILED = ("not run: the lab's file compiled with the public tests b
 def grade_submission(ws, sub, lab_names, setups, args):
     start = time.monotonic()
     notes = list(sub.notes)
+    # Another lab's file (lab02's zip handed in for lab01, say) would otherwise leave only "not
+    # submitted" in the report, with no word of the file that did come.
+    graded = {setups[name].lab.editable[0] for name in lab_names}
+    for rel in sorted(set(sub.files) - graded):
+        notes.append(f"{rel} was not graded: this run grades {', '.join(lab_names)} only")
     lab_grades = []
     for name in lab_names:
         s = setups[name]
