@@ -527,6 +527,7 @@ class GradeOneSubmission(unittest.TestCase):
         _, g = self.grade([(True, "ok"), (True, "ok")], deps=leak)
         flagged = [n for n in g.notes if "dependency list" in n]
         self.assertEqual(len(flagged), 2, g.notes)
+        self.assertEqual(g.check, flagged)  # summary.csv's 'check' column lists them
         self.assertIn("solutions/lab01_prompt_lookup/solution.cpp", flagged[0])
         self.assertIn("tests/lab01/helpers.h", flagged[1])
 
@@ -603,24 +604,29 @@ class Summary(TempDir):
             reports.Grade("bob", "/s/bob", [
                 reports.LabGrade(LAB, "ok", tests=[t, h], hidden_build_output="ld: x"),
                 reports.LabGrade(lab02, "not_submitted", tests=[v])], []),
-            reports.Grade("carol", "/s/carol", [reports.LabGrade(lab02, "ok", tests=[])], [])]
+            reports.Grade("carol", "/s/carol", [reports.LabGrade(lab02, "ok", tests=[])], [],
+                          check=["x.cpp includes \"../sol.cpp\"", "x.cpp compiled sol.cpp"])]
         errors = {"dave": ("/s/dave.zip", "/s/dave.zip is not a readable zip file\nmore")}
         path = cli.write_summary(self.tmp, grades, errors)
         with open(path, newline="", encoding="utf-8") as f:
             rows = list(csv.reader(f))
         self.assertEqual(rows[0], ["submission", "path", "lab01", "lab01_status", "lab02",
-                                   "lab02_status", "score", "max_score", "status"])
+                                   "lab02_status", "score", "max_score", "status", "check"])
         self.assertEqual(rows[1], ["sec1-alice", "/s/sec1/alice.zip", "2", "graded", "0",
-                                   "compile_error", "2", "5", "graded"])
+                                   "compile_error", "2", "5", "graded", ""])
         self.assertEqual(rows[2], ["bob", "/s/bob", "2", "hidden_compile_error", "0",
-                                   "not_submitted", "2", "6", "graded"])
+                                   "not_submitted", "2", "6", "graded", ""])
+        # A full score that used a reference solution must stand out in the class summary.
         self.assertEqual(rows[3], ["carol", "/s/carol", "", "not_graded", "0", "graded", "0",
-                                   "0", "graded"])
+                                   "0", "graded",
+                                   "x.cpp includes \"../sol.cpp\" | x.cpp compiled sol.cpp"])
         self.assertEqual(rows[4], ["dave", "/s/dave.zip", "", "not_graded", "", "not_graded",
-                                   "", "", "error: /s/dave.zip is not a readable zip file"])
+                                   "", "", "error: /s/dave.zip is not a readable zip file", ""])
         text = reports.summary_table(grades, errors)
         self.assertIn("dave", text)
         self.assertIn("sec1-alice", text)
+        self.assertEqual([line.split()[0] for line in text.splitlines() if "CHECK" in line],
+                         ["carol"])
 
 
 class Submit(TempDir):

@@ -17,7 +17,8 @@ labs, on which labs are graded, or on their order.
 
 Outputs (--out DIR): grade.json, results.json (Gradescope) and junit.xml. With one SUBMISSION
 they go into DIR (default grades/NAME); with several, into DIR/NAME/ (default DIR: grades), plus
-DIR/summary.csv (a row per submission: NAME, path, each lab's score and status, the total).
+DIR/summary.csv (a row per submission: NAME, path, each lab's score and status, the total, and
+'check': what a person must look at, such as a file that used a reference solution).
 NAME is the folder or zip name; submissions that share one are qualified by their parent folders
 (sec1/alice.zip, sec2/alice.zip: sec1-alice, sec2-alice).
 
@@ -142,6 +143,7 @@ HIDDEN_BUILD_FAILED = ("not run: the lab's file compiled with the public tests b
 def grade_submission(ws, sub, lab_names, setups, args):
     start = time.monotonic()
     notes = list(sub.notes)
+    check = []  # the notes a person must look at: summary.csv's 'check' column
     # Another lab's file (lab02's zip handed in for lab01, say) would otherwise leave only "not
     # submitted" in the report, with no word of the file that did come.
     graded = {setups[name].lab.editable[0] for name in lab_names}
@@ -165,8 +167,9 @@ def grade_submission(ws, sub, lab_names, setups, args):
             lab_grades.append(reports.LabGrade(lab, "not_submitted", tests=tests))
             continue
         for inc in submission.suspicious_includes(data):
-            notes.append(f"{rel} includes \"{inc}\", a file outside its lab's folder: check it "
+            check.append(f"{rel} includes \"{inc}\", a file outside its lab's folder: check it "
                          "by hand")
+            notes.append(check[-1])
         lg = reports.LabGrade(lab, "ok", file=rel, sha256=submission.sha256(data))
         ws.place(rel, data)
         log(f"grade: {sub.name}: building {lab.name}")
@@ -187,9 +190,10 @@ def grade_submission(ws, sub, lab_names, setups, args):
         # reference solutions or the tests.
         for dep in ws.starter_dependencies(lab):
             if dep.split(os.sep)[0] in ("solutions", "tests"):
-                notes.append(f"{rel} compiled {dep} into the graded code (the compiler's "
+                check.append(f"{rel} compiled {dep} into the graded code (the compiler's "
                              "dependency list): a graded file may not use the reference "
                              "solutions or the tests; check it by hand")
+                notes.append(check[-1])
         hidden_ok = True
         if hidden_targets and s.hidden_cases:
             # The hidden tests compiled with the reference, so only linking the student's file
@@ -213,7 +217,7 @@ def grade_submission(ws, sub, lab_names, setups, args):
                 for name in lab_names}
     settings["hidden_tests"] = bool(ws.hidden)
     return reports.Grade(sub.name, sub.path, lab_grades, notes, sub.manifest,
-                         time.monotonic() - start, settings)
+                         time.monotonic() - start, settings, check)
 
 
 def unique_names(paths):
@@ -258,14 +262,14 @@ def lab_status(lg):
 
 
 def write_summary(out_root, grades, errors):
-    """summary.csv: a row per submission with its path, each lab's score and status, and the
-    total. errors: {name: (path, why)} for the submissions that could not be graded."""
+    """summary.csv: a row per submission with its path, each lab's score and status, the
+    total, and the notes a person must check. errors: {name: (path, why)} for the submissions that could not be graded."""
     labs = sorted({lg.lab.name for g in grades for lg in g.labs})
     path = os.path.join(out_root, "summary.csv")
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["submission", "path"] + [c for lab in labs for c in (lab, f"{lab}_status")] +
-                   ["score", "max_score", "status"])
+                   ["score", "max_score", "status", "check"])
         for g in grades:
             by_lab = {lg.lab.name: lg for lg in g.labs}
             cells = []
@@ -273,10 +277,11 @@ def write_summary(out_root, grades, errors):
                 lg = by_lab.get(lab)
                 cells += [reports.num(lg.score), lab_status(lg)] if lg else ["", "not_graded"]
             w.writerow([g.name, g.path] + cells +
-                       [reports.num(g.score), reports.num(g.max_score), "graded"])
+                       [reports.num(g.score), reports.num(g.max_score), "graded",
+                        " | ".join(g.check)])
         for name, (sub_path, why) in errors.items():
             w.writerow([name, sub_path] + ["", "not_graded"] * len(labs) +
-                       ["", "", "error: " + why.splitlines()[0]])
+                       ["", "", "error: " + why.splitlines()[0], ""])
     return path
 
 

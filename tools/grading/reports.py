@@ -49,6 +49,7 @@ class Grade:
     manifest: dict = None
     seconds: float = 0.0
     settings: dict = field(default_factory=dict)
+    check: list = field(default_factory=list)  # the notes a person must look at (also in notes)
 
     @property
     def score(self):
@@ -127,7 +128,8 @@ def summary_table(grades, errors):
             lg = next((x for x in g.labs if x.lab.name == lab), None)
             cells.append(f"{num(lg.score) if lg else '-':>8}")
         lines.append(f"{g.name:<{width}}  " + "  ".join(cells) +
-                     f"  {num(g.score):>5} / {num(g.max_score):<4}")
+                     f"  {num(g.score):>5} / {num(g.max_score):<4}" +
+                     ("  CHECK BY HAND (see its notes)" if g.check else ""))
     for name, (_, why) in errors.items():
         lines.append(f"{name:<{width}}  NOT GRADED: {why.splitlines()[0]}")
     return "\n".join(lines)
