@@ -771,6 +771,31 @@ def grade(*args):
                           capture_output=True, text=True)
 
 
+class DefaultJobs(TempDir):
+    """-j's default: the CPUs grading may use. Gradescope runs the autograder in a container
+    with a CPU quota on a many-core host, where os.cpu_count() counts the host's cores: that many
+    cases at once on one CPU each get a sliver of it, and correct code runs past its time limit."""
+
+    def test_the_affinity_mask_and_a_cgroup_cpu_quota_bound_the_default(self):
+        v2 = self.write("cpu.max", "150000 100000\n")
+        unlimited = self.write("unlimited/cpu.max", "max 100000\n")
+        v1 = self.write("v1/cpu.cfs_quota_us", "100000\n")
+        self.write("v1/cpu.cfs_period_us", "100000\n")
+        v1_none = self.write("v1none/cpu.cfs_quota_us", "-1\n")
+        self.write("v1none/cpu.cfs_period_us", "100000\n")
+        missing = os.path.join(self.tmp, "nowhere")
+        with mock.patch("os.cpu_count", return_value=64), \
+                mock.patch("os.sched_getaffinity", return_value=set(range(16))):
+            self.assertEqual(cli.available_cpus(missing, missing), 16)
+            self.assertEqual(cli.available_cpus(v2, missing), 2)  # 1.5 CPUs: 2 jobs
+            self.assertEqual(cli.available_cpus(unlimited, missing), 16)
+            self.assertEqual(cli.available_cpus(missing, v1), 1)
+            self.assertEqual(cli.available_cpus(missing, v1_none), 16)
+        with mock.patch("os.sched_getaffinity", return_value={3}):
+            self.assertEqual(cli.available_cpus(missing, missing), 1)
+        self.assertEqual(cli.parser().parse_args(["x"]).jobs, cli.available_cpus())
+
+
 class GradeRefusals(TempDir):
     """tools/grade exits 1 with a reason when grading cannot run, and 2 on bad usage."""
 

@@ -42,6 +42,34 @@ from .workspace import Workspace
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def available_cpus(cpu_max="/sys/fs/cgroup/cpu.max",
+                   cfs_quota="/sys/fs/cgroup/cpu/cpu.cfs_quota_us"):
+    """The CPUs this process may use, -j's default: its affinity mask, capped by the CPU quota of
+    its cgroup (v2 cpu.max, or v1 cpu.cfs_quota_us beside cpu.cfs_period_us), rounded up. A
+    container started with a CPU quota, as Gradescope's autograder is, sees the host's cores in
+    os.cpu_count(); running that many cases at once would time out correct code."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 2
+    quota = None
+    try:
+        with open(cpu_max) as f:
+            q, period = f.read().split()[:2]
+        quota = None if q == "max" else int(q) / int(period)
+    except (OSError, ValueError):
+        try:
+            with open(cfs_quota) as f, \
+                    open(os.path.join(os.path.dirname(cfs_quota), "cpu.cfs_period_us")) as g:
+                q, period = int(f.read()), int(g.read())
+            quota = q / period if q > 0 and period > 0 else None
+        except (OSError, ValueError):
+            pass
+    if quota is not None:
+        n = min(n, math.ceil(quota))
+    return max(1, n)
+
+
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
@@ -440,8 +468,9 @@ def parser():
                         "or 0 for none (default: the lab's own)")
     p.add_argument("--build-timeout", type=_number(float, 0, True), default=300, metavar="S",
                    help="seconds a submission's lab may take to compile (default 300)")
-    p.add_argument("-j", "--jobs", type=_number(int, 0, True), default=os.cpu_count() or 2,
-                   help="parallel compile jobs and test cases (default: all cores)")
+    p.add_argument("-j", "--jobs", type=_number(int, 0, True), default=available_cpus(),
+                   help="parallel compile jobs and test cases (default: the CPUs it may use, "
+                        "within a container's CPU quota)")
     p.add_argument("--brief", action="store_true", help="one line per lab, no per-test table")
     p.add_argument("--no-reference-check", action="store_true",
                    help="skip checking that the reference solution passes every case")
