@@ -10,6 +10,8 @@ import csv
 import io
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import stat
@@ -769,6 +771,31 @@ class Setup(TempDir):
 def grade(*args):
     return subprocess.run([sys.executable, os.path.join(REPO, "tools", "grade"), *args],
                           capture_output=True, text=True)
+
+
+class InstructorsGuide(unittest.TestCase):
+    """book/instructors.md's commands work as written: each tools/grade line parses with
+    tools/grade's own parser, and the Gradescope scripts are programs Gradescope can run."""
+
+    def blocks(self):
+        with open(os.path.join(REPO, "book", "instructors.md"), encoding="utf-8") as f:
+            return re.findall(r"```sh\n(.*?)```", f.read(), re.S)
+
+    def test_every_tools_grade_line_parses(self):
+        lines = [line for b in self.blocks() for line in b.replace("\\\n", " ").splitlines()]
+        grades = [line.split("#")[0] for line in lines if "tools/grade " in line]
+        self.assertGreater(len(grades), 5)
+        for line in grades:
+            argv = shlex.split(line[line.index("tools/grade ") + len("tools/grade "):])
+            with self.subTest(line=line), contextlib.redirect_stderr(io.StringIO()):
+                cli.parser().parse_args(argv)
+
+    def test_the_gradescope_scripts_start_with_their_interpreter(self):
+        scripts = [b for b in self.blocks() if "# setup.sh" in b or "# run_autograder" in b]
+        self.assertEqual(len(scripts), 2, scripts)
+        for b in scripts:
+            self.assertTrue(b.startswith("#!/"), b)
+            self.assertEqual(b.count("#!"), 1, b)  # one script per block
 
 
 class DefaultJobs(TempDir):
