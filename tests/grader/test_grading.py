@@ -353,6 +353,36 @@ class CaseRunner(unittest.TestCase):
                 self.assertEqual(r.status, "exited", r.output)
                 self.assertIn("exit code 127", runner.summarize("exited", r.output, r, "case"))
 
+    def test_processes_a_case_leaves_behind_are_killed_even_in_a_session_of_their_own(self):
+        # A student's fork() that outlives its case would go on using the CPU while the next
+        # students are graded, and push their correct code past its time limit.
+        pid_file = os.path.join(tempfile.mkdtemp(prefix="speclab-grader-test-"), "pids")
+        self.addCleanup(shutil.rmtree, os.path.dirname(pid_file), True)
+        path = fake_case(f"""
+            for detach in (False, True):
+                if os.fork() == 0:
+                    if detach:
+                        os.setsid()
+                        if os.fork():  # a daemon: its parent exits at once
+                            os._exit(0)
+                    with open({pid_file!r}, "a") as f:
+                        f.write(f"{{os.getpid()}}\\n")
+                    time.sleep(60)
+                    os._exit(0)
+            time.sleep(0.5)
+            {SUMMARY.format(p=1, f=0)}
+            """)
+        self.addCleanup(os.remove, path)
+        (r,) = runner.run_cases(path, [("case", "S")], {"case": 1}, "lab01", False, timeout=20,
+                                mem_mb=0, jobs=1)
+        self.assertEqual(r.status, "passed", r.output)
+        with open(pid_file) as f:
+            pids = [int(line) for line in f.read().split()]
+        self.assertEqual(len(pids), 2)
+        for pid in pids:
+            with self.subTest(pid=pid):
+                self.assertFalse(os.path.exists(f"/proc/{pid}"), "still running after its case")
+
     def test_a_case_that_never_ends_is_killed_at_its_timeout(self):
         r = self.run_fake("time.sleep(60)", timeout=1)
         self.assertEqual(r.status, "timeout")

@@ -4,8 +4,10 @@ Every case runs in its own process through tools/testrun.py (the runner ctest us
 timeout and a memory limit, so a case that throws, crashes, aborts, hangs or allocates without
 bound scores 0 on its own and the others still count.
 """
+import ctypes
 import os
 import re
+import signal
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -97,8 +99,60 @@ def run_cases(exe, cases, points, lab, hidden, timeout, mem_mb, jobs, clean=lamb
                           summarize(status, output, run, name), output,
                           run.seconds)
 
+    become_subreaper()
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(one, cases))
+        results = list(pool.map(one, cases))
+    kill_strays()
+    return results
+
+
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def become_subreaper():
+    """Makes the processes the cases leave behind this process's children, even those that
+    started a session of their own (which a timeout's killpg misses), so kill_strays finds
+    them. Linux only; elsewhere strays stay where they are."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _children():
+    me, pids = os.getpid(), []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == me:
+            pids.append(int(entry))
+    return pids
+
+
+def kill_strays():
+    """Kills and reaps every child of this process: after run_cases those can only be what a
+    student's code started and left running (a fork() that outlived its case, a daemon), which
+    would use the CPU while later cases and students are timed. Each kill hands the stray's own
+    children to this process, so it goes on until none are left."""
+    for _ in range(1000):
+        pids = _children()
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in pids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
 
 
 def not_run(cases, points, lab, hidden, status, why):
