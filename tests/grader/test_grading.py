@@ -35,6 +35,7 @@ from grading import workspace  # noqa: E402
 from grading.labs import Lab, check_points, load_points, read_points  # noqa: E402
 
 EDITABLE = "labs/lab01_prompt_lookup/starter.cpp"
+HEADER = "labs/lab01_prompt_lookup/prompt_lookup.h"
 LAB = Lab("lab01", "lab01_prompt_lookup", 30.0, 2048)
 
 
@@ -577,6 +578,23 @@ class GradeOneSubmission(unittest.TestCase):
         _, g = self.grade([(True, "ok"), (True, "ok")])
         self.assertEqual([n for n in g.notes if "not graded" in n], [])
 
+    def test_a_header_that_differs_from_the_one_the_zip_was_made_with_is_named(self):
+        with open(os.path.join(REPO, HEADER), "rb") as f:
+            ours = submission.sha256(f.read())
+        for sha, named in ((ours, False), ("0" * 64, True)):
+            with self.subTest(named=named):
+                sub = submission.Submission("alice", "/x/alice", {EDITABLE: b"int x;"}, manifest={
+                    "labs": ["lab01"], "headers": [{"path": HEADER, "sha256": sha}]})
+                setup = cli.LabSetup(LAB, [], {}, [], {}, 5, 512)
+                g = cli.grade_submission(FakeWorkspace([(False, "error: no my_helper")]), sub,
+                                         ["lab01"], {"lab01": setup},
+                                         argparse.Namespace(build_timeout=60, jobs=1))
+                notes = [n for n in g.notes if HEADER in n]
+                self.assertEqual(len(notes), int(named), g.notes)
+                if named:
+                    self.assertIn("differs from the one the submission was made with", notes[0])
+                    self.assertIn(HEADER, reports.gradescope_json(g)["output"])
+
     def test_a_public_compile_error_is_shown_from_the_public_build_alone(self):
         ws, g = self.grade([(False, "starter.cpp:1: error: expected ';'")])
         self.assertEqual(ws.built, [["lab01_tests_starter"]])  # the hidden target never built
@@ -666,7 +684,7 @@ class Submit(TempDir):
 
     def setUp(self):
         super().setUp()
-        for rel in ("tools/submit", "tools/grading", EDITABLE):
+        for rel in ("tools/submit", "tools/grading", EDITABLE, HEADER):
             src, dst = os.path.join(REPO, rel), os.path.join(self.tmp, rel)
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             (shutil.copytree if os.path.isdir(src) else shutil.copy2)(src, dst)
@@ -692,6 +710,25 @@ class Submit(TempDir):
         self.assertEqual(manifest["git"]["uncommitted"], [])
         self.assertNotIn("uncommitted", p.stderr)
         self.assertIn("todo()", p.stderr)  # the untouched starter still has its TODOs
+
+    def test_the_manifest_records_the_labs_headers_and_a_changed_one_is_warned_about(self):
+        # Grading compiles the file against the course's header: a student who changed theirs
+        # (committed or not) must hear it before the grade, not from a compile error.
+        out = os.path.join(self.tmp, "s.zip")
+        with open(os.path.join(self.tmp, HEADER), "rb") as f:
+            header = f.read()
+        p = self.submit("lab01", "--out", out)
+        with zipfile.ZipFile(out) as zf:
+            manifest = json.loads(zf.read("MANIFEST.json"))
+        self.assertEqual(manifest["headers"],
+                         [{"path": HEADER, "sha256": submission.sha256(header)}])
+        self.assertNotIn(HEADER, p.stderr)
+        with open(os.path.join(self.tmp, HEADER), "ab") as f:
+            f.write(b"int my_helper();\n")
+        p = self.submit("lab01", "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(f"{HEADER} has uncommitted changes", p.stderr)
+        self.assertIn("grading uses the course's", p.stderr)
 
     def test_uncommitted_changes_are_warned_about(self):
         with open(os.path.join(self.tmp, EDITABLE), "a") as f:

@@ -36,7 +36,7 @@ import time
 
 from . import GradingError, SubmissionError
 from . import reports, runner, submission
-from .labs import LAB_NAME, declared_labs, load_points, read_cases
+from .labs import LAB_NAME, declared_labs, lab_headers, load_points, read_cases
 from .workspace import Workspace
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -164,6 +164,24 @@ def choose_labs(sub, requested, declared):
     return names
 
 
+def changed_headers(sub, lab):
+    """Notes for the lab's headers whose sha256 in the submission's MANIFEST.json (tools/submit
+    records them) differs from this repository's: the file was written against a changed copy,
+    and a compile error may come from that, not from the file."""
+    notes = []
+    recorded = {h.get("path"): h.get("sha256") for h in (sub.manifest or {}).get("headers") or []
+                if isinstance(h, dict)}
+    for rel in lab_headers(REPO, lab.dir):
+        if rel not in recorded:
+            continue
+        with open(os.path.join(REPO, rel), "rb") as f:
+            if submission.sha256(f.read()) != recorded[rel]:
+                notes.append(f"{rel} differs from the one the submission was made with "
+                             f"({submission.MANIFEST}): grading uses the course's copy, so code "
+                             "that needs a change to it does not compile here")
+    return notes
+
+
 HIDDEN_BUILD_FAILED = ("not run: the lab's file compiled with the public tests but did not build "
                        "with the hidden tests")
 
@@ -194,6 +212,7 @@ def grade_submission(ws, sub, lab_names, setups, args):
                      runner.not_run(s.hidden_cases, status="not_submitted", why=why, **hidden))
             lab_grades.append(reports.LabGrade(lab, "not_submitted", tests=tests))
             continue
+        notes += changed_headers(sub, lab)
         for inc in submission.suspicious_includes(data):
             check.append(f"{rel} includes \"{inc}\", a file outside its lab's folder: check it "
                          "by hand")
@@ -291,7 +310,8 @@ def lab_status(lg):
 
 def write_summary(out_root, grades, errors):
     """summary.csv: a row per submission with its path, each lab's score and status, the
-    total, and the notes a person must check. errors: {name: (path, why)} for the submissions that could not be graded."""
+    total, and the notes a person must check. errors: {name: (path, why)} for the submissions
+    that could not be graded."""
     labs = sorted({lg.lab.name for g in grades for lg in g.labs})
     path = os.path.join(out_root, "summary.csv")
     with open(path, "w", newline="", encoding="utf-8") as f:

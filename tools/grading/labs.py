@@ -23,6 +23,13 @@ def editable_files(lab_dir):
     return [f"labs/{lab_dir}/starter.cpp"]
 
 
+def lab_headers(repo, lab_dir):
+    """The headers of labs/<lab_dir>/, relative to the repository root: the student's file is
+    compiled against the grading repository's copies, whatever the student's say."""
+    return sorted(os.path.relpath(p, repo).replace(os.sep, "/")
+                  for p in glob.glob(os.path.join(repo, "labs", lab_dir, "*.h")))
+
+
 @dataclass(frozen=True)
 class Lab:
     name: str        # "lab01"

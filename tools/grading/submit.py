@@ -3,8 +3,9 @@
   tools/submit labNN [labNN ...] [--out FILE|DIR]
 
 The zip holds exactly the editable files (labs/labNN_*/starter.cpp) at their repository paths
-and a MANIFEST.json with the labs, each file's sha256, and the git commit. It warns when a file
-has uncommitted changes (the zip takes the file as it is on disk) and when TODOs are left.
+and a MANIFEST.json with the labs, each file's sha256, the sha256 of the lab's headers, and the
+git commit. It warns when a file has uncommitted changes (the zip takes the file as it is on
+disk), when a lab header does (grading uses the course's copy), and when TODOs are left.
 --out names the zip, or a folder to write submission-labNN.zip in: one that exists, or a path
 that ends with /. A zip that cannot be written leaves nothing behind.
 Exit status: 0 when the zip was written, 1 when it could not be (the reason is printed).
@@ -18,7 +19,7 @@ import sys
 import zipfile
 
 from . import GradingError
-from .labs import LAB_NAME, editable_files, source_labs
+from .labs import LAB_NAME, editable_files, lab_headers, source_labs
 from .submission import MANIFEST, MANIFEST_FORMAT, sha256
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -39,7 +40,7 @@ def build_zip(labs, out):
     if os.path.isdir(out):
         raise GradingError(f"{out} is a folder; give --out a file name")
     known = source_labs(REPO)
-    warnings, files = [], []
+    warnings, files, headers = [], [], []
     for lab in labs:
         if not LAB_NAME.match(lab) or lab not in known:
             raise GradingError(f"unknown lab '{lab}'; this repository has "
@@ -56,6 +57,9 @@ def build_zip(labs, out):
             if todos:
                 warnings.append(f"{rel} still calls todo() {todos} time(s): those parts will "
                                 "score 0")
+        for rel in lab_headers(REPO, known[lab]):
+            with open(os.path.join(REPO, rel), "rb") as f:
+                headers.append({"path": rel, "sha256": sha256(f.read())})
     commit = git("rev-parse", "HEAD")
     commit = commit.strip() if commit else None
     dirty = []
@@ -68,10 +72,17 @@ def build_zip(labs, out):
             warnings.append("uncommitted changes in " + ", ".join(dirty) + ": the zip holds the "
                             "files as they are on disk; commit them so your history matches "
                             "what you submit")
+        changed = git("status", "--porcelain", "--", *[h["path"] for h in headers]) or ""
+        for line in changed.splitlines():
+            if len(line) > 3:
+                warnings.append(f"{line[3:]} has uncommitted changes: grading uses the course's "
+                                "copy of it, so code that needs your change will not compile "
+                                "there")
     manifest = {
         "format": MANIFEST_FORMAT,
         "labs": list(labs),
         "files": [{k: v for k, v in f.items() if k != "data"} for f in files],
+        "headers": headers,  # what the files were written against: tools/grade names a change
         "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "git": {"commit": commit, "uncommitted": dirty},
     }
