@@ -672,6 +672,17 @@ class Summary(TempDir):
                                    "x.cpp includes \"../sol.cpp\" | x.cpp compiled sol.cpp"])
         self.assertEqual(rows[4], ["dave", "/s/dave.zip", "", "not_graded", "", "not_graded",
                                    "", "", "error: /s/dave.zip is not a readable zip file", ""])
+        # A submission's name is the instructor's to read, not a spreadsheet's to run: a cell
+        # that starts like a formula gets a leading ' (a folder named =HYPERLINK(...) ran as a
+        # formula when summary.csv was opened in a spreadsheet).
+        evil = reports.Grade("=HYPERLINK(\"http://x\")", "/s/=HYPERLINK(\"http://x\")",
+                             [reports.LabGrade(LAB, "ok", tests=[t])], [])
+        path = cli.write_summary(self.tmp, [evil], {"+cmd": ("@x.zip", "-bad\nmore")})
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+        self.assertEqual(rows[1][:2], ["'=HYPERLINK(\"http://x\")", "/s/=HYPERLINK(\"http://x\")"])
+        self.assertEqual(rows[2][:2], ["'+cmd", "'@x.zip"])
+        self.assertEqual(rows[2][-2], "error: -bad")
         text = reports.summary_table(grades, errors)
         self.assertIn("dave", text)
         self.assertIn("sec1-alice", text)

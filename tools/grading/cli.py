@@ -308,6 +308,13 @@ def lab_status(lg):
     return "graded" if lg.hidden_build_output is None else "hidden_compile_error"
 
 
+def csv_text(text):
+    """A text cell for summary.csv that a spreadsheet shows and does not run: one that starts
+    like a formula (=, +, -, @, a tab or a carriage return) gets a leading '. Submission names
+    and paths come from the students' folders and zips."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
 def write_summary(out_root, grades, errors):
     """summary.csv: a row per submission with its path, each lab's score and status, the
     total, and the notes a person must check. errors: {name: (path, why)} for the submissions
@@ -324,11 +331,11 @@ def write_summary(out_root, grades, errors):
             for lab in labs:
                 lg = by_lab.get(lab)
                 cells += [reports.num(lg.score), lab_status(lg)] if lg else ["", "not_graded"]
-            w.writerow([g.name, g.path] + cells +
+            w.writerow([csv_text(g.name), csv_text(g.path)] + cells +
                        [reports.num(g.score), reports.num(g.max_score), "graded",
-                        " | ".join(g.check)])
+                        csv_text(" | ".join(g.check))])
         for name, (sub_path, why) in errors.items():
-            w.writerow([name, sub_path] + ["", "not_graded"] * len(labs) +
+            w.writerow([csv_text(name), csv_text(sub_path)] + ["", "not_graded"] * len(labs) +
                        ["", "", "error: " + why.splitlines()[0], ""])
     return path
 
