@@ -884,6 +884,16 @@ class RealModel(unittest.TestCase):
             self.assertAlmostEqual(float(rows[0]["run_cost"]), statistics.median(costs),
                                    delta=1e-4)
             self.assertIn("run cost: one batched speculative step", out)
+            # The drafter's time per emitted token, as in the main mode: propose, begin and
+            # observe, summed over the requests and repeats (each repeat emits the same tokens).
+            self.assertIn("draft us/tok: the drafters' time", out)
+            for r in rows:
+                self.assertGreater(float(r["draft_us_per_token"]), 0.0, r)
+            for case in json.loads(json_path.read_text())["cases"]:
+                self.assertEqual(len(case["draft_seconds"]), 2)
+                self.assertAlmostEqual(
+                    case["draft_us_per_token"],
+                    1e6 * sum(case["draft_seconds"]) / case["emitted"], delta=1e-6)
             # The CPU placement, as in the main mode (Bench.test_the_cpu_placement_is_recorded).
             self.assertIn("cross-core round trip:", out)
             if len(os.sched_getaffinity(0)) >= 2:

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@ struct BatchCaseResult {
   std::vector<double> base_seconds, spec_seconds;    // per repeat: the whole batch
   std::vector<double> base_decode, spec_decode;      // per repeat, prefill excluded
   std::vector<std::int64_t> base_steps, spec_steps;  // per repeat: batched decode steps
+  std::vector<double> draft_seconds;  // per repeat: every drafter's propose, begin and observe
   std::int64_t runs = 0, emitted = 0, drafted = 0, accepted = 0;  // speculative, per request
   std::int64_t base_emitted = 0;
   int mismatches = 0;
@@ -42,6 +44,11 @@ struct BatchCaseResult {
   double speedup() const { return median_ratio(base_seconds, spec_seconds); }
   double decode_speedup() const { return median_ratio(base_decode, spec_decode); }
   double step_cost() const { return run_cost(base_decode, base_steps, spec_decode, spec_steps); }
+  // The drafters' time per emitted token, over all repeats (microseconds).
+  double draft_us_per_token() const {
+    const double total = std::accumulate(draft_seconds.begin(), draft_seconds.end(), 0.0);
+    return emitted ? 1e6 * total / static_cast<double>(emitted) : 0.0;
+  }
 
  private:
   // `tokens` is summed over the repeats, `seconds` has one entry per repeat.
@@ -95,9 +102,9 @@ BatchRun run_cases(const BatchBenchSettings& s, const std::vector<BenchCase>& ca
       }
       // Every request, in consecutive batches of b; the times are summed over the batches.
       const auto run = [&](const std::vector<std::unique_ptr<Drafter>>& drafters, int k,
-                           double& seconds, double& decode, std::int64_t& steps) {
+                           double& seconds, double& decode, double& draft, std::int64_t& steps) {
         std::vector<GenerationResult> generated;
-        seconds = decode = 0.0;
+        seconds = decode = draft = 0.0;
         steps = 0;
         for (size_t start = 0; start < prompts.size(); start += static_cast<size_t>(b)) {
           const size_t end = std::min(prompts.size(), start + static_cast<size_t>(b));
@@ -116,15 +123,16 @@ BatchRun run_cases(const BatchBenchSettings& s, const std::vector<BenchCase>& ca
           BatchGenerationResult g = run_speculative_batch(*target, requests, verify, config);
           seconds += g.stats.total_seconds;
           decode += g.stats.total_seconds - g.stats.prefill_seconds;
+          draft += g.stats.draft_seconds;
           steps += g.stats.steps;
           for (GenerationResult& r : g.requests) generated.push_back(std::move(r));
         }
         return generated;
       };
       for (int rep = 0; rep < s.repeats; ++rep) {
-        double base_s = 0.0, base_d = 0.0;
+        double base_s = 0.0, base_d = 0.0, no_draft = 0.0;
         std::int64_t base_steps = 0;
-        const std::vector<GenerationResult> base = run({}, 0, base_s, base_d, base_steps);
+        const std::vector<GenerationResult> base = run({}, 0, base_s, base_d, no_draft, base_steps);
         progress.advance(1, w.name + " batch " + std::to_string(b) + " plain");
         for (size_t ci = 0; ci < cases.size(); ++ci) {
           const BenchCase& cs = cases[ci];
@@ -135,16 +143,17 @@ BatchRun run_cases(const BatchBenchSettings& s, const std::vector<BenchCase>& ca
             options.stop_tokens = model.codec->stop_tokens();
             drafters.push_back(make_drafter(options, cs.k));
           }
-          double spec_s = 0.0, spec_d = 0.0;
+          double spec_s = 0.0, spec_d = 0.0, spec_draft = 0.0;
           std::int64_t spec_steps = 0;
           const std::vector<GenerationResult> spec =
-              run(drafters, cs.k, spec_s, spec_d, spec_steps);
+              run(drafters, cs.k, spec_s, spec_d, spec_draft, spec_steps);
           r.base_seconds.push_back(base_s);
           r.spec_seconds.push_back(spec_s);
           r.base_decode.push_back(base_d);
           r.spec_decode.push_back(spec_d);
           r.base_steps.push_back(base_steps);
           r.spec_steps.push_back(spec_steps);
+          r.draft_seconds.push_back(spec_draft);
           for (const GenerationResult& g : base) r.base_emitted += g.stats.emitted;
           for (size_t i = 0; i < spec.size(); ++i) {
             const SpecStats& st = spec[i].stats;
@@ -184,19 +193,21 @@ void print_table(const BatchBenchSettings& s, const Model& model, const BatchRun
       round_trip_line(run.round_trips,
                       "one before each repeat of a batch size and one after the last")
           .c_str());
-  std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s %5s\n", "workload", "drafter", "k", "n",
-              "batch", "AL", "plain/s", "spec/s", "speedup", "decode", "run");
-  std::printf("%-12s %-14s %3s %3s %5s %6s %8s %8s %8s %7s %5s\n", "", "", "", "", "", "", "", "",
-              "", "", "cost");
+  std::printf("%-12s %-14s %3s %3s %5s %6s %7s %8s %8s %8s %7s %5s\n", "workload", "drafter", "k",
+              "n", "batch", "AL", "draft", "plain/s", "spec/s", "speedup", "decode", "run");
+  std::printf("%-12s %-14s %3s %3s %5s %6s %7s %8s %8s %8s %7s %5s\n", "", "", "", "", "", "",
+              "us/tok", "", "", "", "", "cost");
   for (const BatchCaseResult& r : run.results) {
-    std::printf(
-        "%-12s %-14s %3d %3s %5d %6.2f %8.1f %8.1f %7.2fx %6.2fx %5.2f%s\n", r.workload.c_str(),
-        r.drafter.c_str(), r.k, r.n > 0 ? std::to_string(r.n).c_str() : "-", r.batch, r.al(),
-        r.base_tokens_per_second(), r.spec_tokens_per_second(), r.speedup(), r.decode_speedup(),
-        r.step_cost(), r.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
+    std::printf("%-12s %-14s %3d %3s %5d %6.2f %7.1f %8.1f %8.1f %7.2fx %6.2fx %5.2f%s\n",
+                r.workload.c_str(), r.drafter.c_str(), r.k,
+                r.n > 0 ? std::to_string(r.n).c_str() : "-", r.batch, r.al(),
+                r.draft_us_per_token(), r.base_tokens_per_second(), r.spec_tokens_per_second(),
+                r.speedup(), r.decode_speedup(), r.step_cost(),
+                r.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
   }
   std::printf(
-      "\nAL: tokens per target run, per request. plain/s, spec/s: tokens per second over "
+      "\nAL: tokens per target run, per request. draft us/tok: the drafters' time (propose, "
+      "begin and observe) per emitted token. plain/s, spec/s: tokens per second over "
       "the whole batch (median run). speedup: plain time / speculative time, median over "
       "repeats. decode: the same without the batched prefill. Both on the %s clock.\n"
       "run cost: one batched speculative step in batched plain steps, median over repeats: the "
@@ -214,18 +225,18 @@ void write_csv(const std::string& path, const BatchBenchSettings& s, const Model
                "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
                "batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
                "spec_seconds_median,speedup_median,decode_speedup,mismatches,run_cost,"
-               "core_round_trip_ns_min,core_round_trip_ns_max\n");
+               "draft_us_per_token,core_round_trip_ns_min,core_round_trip_ns_max\n");
   for (const BatchCaseResult& r : run.results) {
     std::fprintf(f,
                  "\"%s\",%s,%s,%d,%d,%s,%s,\"%s\",%d,%d,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,"
-                 "%.4f,%.4f,%d,%.4f,%s\n",
+                 "%.4f,%.4f,%d,%.4f,%.4f,%s\n",
                  model.description.c_str(), lab_impl(), s.clock.c_str(), s.max_new_tokens,
                  s.repeats, r.workload.c_str(), r.drafter.c_str(), r.drafter_name.c_str(), r.k, r.n,
                  r.batch, r.al(), static_cast<long long>(r.drafted),
                  static_cast<long long>(r.accepted), static_cast<long long>(r.emitted),
                  static_cast<long long>(r.runs), median(r.base_seconds), median(r.spec_seconds),
                  r.speedup(), r.decode_speedup(), r.mismatches, r.step_cost(),
-                 round_trip_csv(r.round_trip).c_str());
+                 r.draft_us_per_token(), round_trip_csv(r.round_trip).c_str());
   }
   const bool ok = std::ferror(f) == 0;
   if (std::fclose(f) != 0 || !ok) throw std::runtime_error("bench: writing '" + path + "' failed");
@@ -260,6 +271,7 @@ void write_json(const std::string& path, const BatchBenchSettings& s, const Mode
         {"speedup_median", r.speedup()},
         {"decode_speedup", r.decode_speedup()},
         {"run_cost", r.step_cost()},
+        {"draft_us_per_token", r.draft_us_per_token()},
         {"core_round_trip_ns", round_trip_json(r.round_trip)},
         {"plain_seconds", r.base_seconds},
         {"spec_seconds", r.spec_seconds},
@@ -267,6 +279,7 @@ void write_json(const std::string& path, const BatchBenchSettings& s, const Mode
         {"spec_decode_seconds", r.spec_decode},
         {"plain_steps", r.base_steps},
         {"spec_steps", r.spec_steps},
+        {"draft_seconds", r.draft_seconds},
         {"identical", r.mismatches == 0},
         {"mismatches", r.mismatches},
     });
