@@ -603,6 +603,36 @@ class GradeOneSubmission(unittest.TestCase):
                          ("compile_error", "starter.cpp:1: error: expected ';'"))
         self.assertEqual([t.status for t in lg.tests], ["compile_error"])
 
+    def test_a_build_stopped_at_the_build_timeout_says_so_first_and_asks_for_a_check(self):
+        # A lab file whose compile ran past --build-timeout (a constexpr loop, or a busy machine)
+        # read "did not compile" and "not run: the lab did not compile" everywhere, with the one
+        # line that said why last, after the compiler's output (the table shows 60 lines of it).
+        warnings = "\n".join(f"starter.cpp:{i}: warning: unused" for i in range(100))
+        ws, g = self.grade([(None, warnings + "\nThe build was stopped after 60 s.")])
+        self.assertEqual(ws.built, [["lab01_tests_starter"]])
+        lg = g.labs[0]
+        self.assertEqual(lg.build_status, "compile_error")
+        self.assertEqual(lg.build_timeout, 60)
+        for t in lg.tests:
+            self.assertEqual((t.status, t.score), ("compile_error", 0))
+            self.assertIn("ran past its time limit (60 s, --build-timeout)", t.summary)
+        self.assertEqual(len(g.check), 1, g.check)
+        self.assertIn("--build-timeout", g.check[0])
+        self.assertIn(g.check[0], g.notes)
+        table = reports.table(g).splitlines()
+        self.assertIn("BUILD STOPPED after 60 s", table[2])
+        build = next(t for t in reports.gradescope_json(g)["tests"] if t["name"] == "lab01: build")
+        self.assertTrue(build["output"].startswith(
+            "lab01's build ran past its time limit of 60 s and was stopped"), build["output"])
+        self.assertIn("did not finish in time", reports.gradescope_json(g)["output"])
+        self.assertIs(reports.grade_json(g)["labs"][0]["build"]["timed_out"], True)
+        # A plain compile error is not called a timeout.
+        _, g = self.grade([(False, "starter.cpp:1: error: expected ';'")])
+        self.assertIsNone(g.labs[0].build_timeout)
+        self.assertEqual(g.check, [])
+        self.assertIs(reports.grade_json(g)["labs"][0]["build"]["timed_out"], False)
+        self.assertIn("COMPILE ERROR", reports.table(g))
+
     def test_a_file_that_builds_with_the_public_tests_but_not_the_hidden_ones(self):
         leak = "ld: lab01_hidden_cases.dir/instructor/hidden/lab01/test_secret.cpp.o: undefined"
         ws, g = self.grade([(True, "public ok"), (False, leak)])

@@ -228,6 +228,15 @@ def grade_submission(ws, sub, lab_names, setups, args):
         if not ok:
             lg.build_status = "compile_error"
             why = runner.STATUSES["compile_error"]
+            if ok is None:  # stopped at --build-timeout: slow code, or a busy machine
+                lg.build_timeout = args.build_timeout
+                why = (f"not run: the lab's build ran past its time limit "
+                       f"({reports.num(args.build_timeout)} s, --build-timeout) and was stopped")
+                check.append(f"{rel}: the build of {lab.name} ran past --build-timeout "
+                             f"({reports.num(args.build_timeout)} s) and was stopped, so every "
+                             "case scores 0; on a busy machine, grade it again with a longer "
+                             "limit")
+                notes.append(check[-1])
             lg.tests = (runner.not_run(s.cases, status="compile_error", why=why, **public) +
                         runner.not_run(s.hidden_cases, status="compile_error", why=why, **hidden))
             lab_grades.append(lg)
@@ -494,7 +503,9 @@ def parser():
                    help=f"address-space limit of one test case in MiB, at least {MIN_MEM_MB}, "
                         "or 0 for none (default: the lab's own)")
     p.add_argument("--build-timeout", type=_number(float, 0, True), default=300, metavar="S",
-                   help="seconds a submission's lab may take to compile (default 300)")
+                   help="seconds a submission's lab may take to compile (default 300); a "
+                        "build past it is stopped and scores 0 as a compile_error, flagged "
+                        "in summary.csv's check column")
     p.add_argument("-j", "--jobs", type=_number(int, 0, True), default=available_cpus(),
                    help="parallel compile jobs and test cases (default: the CPUs it may use, "
                         "within a container's CPU quota)")

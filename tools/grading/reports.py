@@ -30,6 +30,7 @@ class LabGrade:
     sha256: str = None
     tests: list = field(default_factory=list)  # [runner.TestResult]
     hidden_build_output: str = None  # the output of a failed build of the hidden tests alone
+    build_timeout: float = None  # set when the build ran past this many seconds and was stopped
 
     @property
     def score(self):
@@ -83,7 +84,10 @@ def table(grade, verbose=True):
         lines.append(f"  {lg.lab.name} ({lg.lab.title}): {num(lg.score)} / {num(lg.max_score)}"
                      f"  [{', '.join(parts)}]")
         if lg.build_status == "compile_error":
-            lines.append("    COMPILE ERROR: every case of this lab scores 0. Compiler output:")
+            lines.append(f"    BUILD STOPPED after {num(lg.build_timeout)} s (--build-timeout): "
+                         "every case of this lab scores 0. Compiler output so far:"
+                         if lg.build_timeout is not None else
+                         "    COMPILE ERROR: every case of this lab scores 0. Compiler output:")
             out = lg.build_output.splitlines()
             lines += ["      " + line for line in out[:60]]
             if len(out) > 60:
@@ -147,7 +151,7 @@ def grade_json(grade):
             "title": lg.lab.title,
             "score": num(lg.score),
             "max_score": num(lg.max_score),
-            "build": {"status": lg.build_status,
+            "build": {"status": lg.build_status, "timed_out": lg.build_timeout is not None,
                       "output": trim(lg.build_output, BUILD_OUTPUT_KEEP)} | (
                 {"hidden_output": trim(lg.hidden_build_output, BUILD_OUTPUT_KEEP)}
                 if lg.hidden_build_output is not None else {}),
@@ -179,12 +183,17 @@ def gradescope_json(grade):
     tests = []
     for lg in grade.labs:
         if lg.build_status != "ok":
-            why = ("did not compile; every case of the lab scores 0. Compiler output:\n\n" +
-                   trim(lg.build_output, BUILD_OUTPUT_KEEP)
-                   if lg.build_status == "compile_error" else
-                   f"was not submitted: the submission has no {lg.lab.editable[0]}.")
+            if lg.build_timeout is not None:
+                why = (f"'s build ran past its time limit of {num(lg.build_timeout)} s and was "
+                       "stopped; every case of the lab scores 0. Compiler output so far:\n\n")
+            elif lg.build_status == "compile_error":
+                why = " did not compile; every case of the lab scores 0. Compiler output:\n\n"
+            else:
+                why = f" was not submitted: the submission has no {lg.lab.editable[0]}."
+            if lg.build_status == "compile_error":
+                why += trim(lg.build_output, BUILD_OUTPUT_KEEP)
             tests.append({"name": f"{lg.lab.name}: build", "score": 0, "max_score": 0,
-                          "status": "failed", "output": f"{lg.lab.name} {why}",
+                          "status": "failed", "output": f"{lg.lab.name}{why}",
                           "visibility": "visible"})
         for t in lg.tests:
             if t.status == "passed":
@@ -207,6 +216,8 @@ def gradescope_json(grade):
         pub = [t for t in lg.tests if not t.hidden]
         state = {"compile_error": "did not compile; ",
                  "not_submitted": "not submitted; "}.get(lg.build_status, "")
+        if lg.build_timeout is not None:
+            state = "its build did not finish in time; "
         summary.append(f"{lg.lab.name} ({lg.lab.title}): {state}"
                        f"{num(sum(t.score for t in pub))} / {num(sum(t.max_score for t in pub))} "
                        f"points from its {len(pub)} visible test cases "

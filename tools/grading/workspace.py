@@ -188,10 +188,11 @@ class Workspace:
         return declared_labs(self.build)
 
     def build_targets(self, targets, timeout):
-        """Builds targets; returns (ok, output)."""
+        """Builds targets; returns (ok, output). ok is True when they built, False when the build
+        failed, and None when it ran past timeout seconds and was stopped."""
         rc, out = self._cmake(["--build", self.build, "-j", str(self.jobs), "--target"] + targets,
                               timeout)
-        return rc == 0, out
+        return (None if rc is None else rc == 0), out
 
     def hidden_sources(self, lab):
         if not self.hidden:
