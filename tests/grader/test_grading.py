@@ -916,6 +916,49 @@ class InstructorsGuide(unittest.TestCase):
             self.assertEqual(b.count("#!"), 1, b)  # one script per block
 
 
+class GradescopeScripts(TempDir):
+    """book/instructors.md's setup.sh and run_autograder, run as written with tools/ replaced by
+    scripts that log their arguments: set to another lab, they set up and grade that lab."""
+
+    def scripts(self):
+        with open(os.path.join(REPO, "book", "instructors.md"), encoding="utf-8") as f:
+            blocks = re.findall(r"```sh\n(.*?)```", f.read(), re.S)
+        return (next(b for b in blocks if "# setup.sh" in b),
+                next(b for b in blocks if "# run_autograder" in b))
+
+    def run_script(self, text, lab):
+        """The tools the script called, one 'tool args' line each."""
+        root = os.path.join(self.tmp, lab)
+        log = os.path.join(root, "calls.log")
+        for tool in ("setup", "fetch_model", "submit", "grade"):
+            path = self.write(f"{lab}/source/speclab/tools/{tool}",
+                              f'#!/usr/bin/env bash\necho "{tool} $*" >> {log}\n')
+            os.chmod(path, 0o755)
+        self.assertIn("LAB=lab01", text)
+        text = text.replace("/autograder", root).replace("LAB=lab01", f"LAB={lab}", 1)
+        p = subprocess.run(["bash", "-c", text], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(log, encoding="utf-8") as f:
+            calls = f.read().splitlines()
+        os.remove(log)
+        return calls
+
+    def test_setup_fetches_lab07s_model_before_the_warm_up_and_both_scripts_grade_the_lab(self):
+        # The guide said "for lab 07, add tools/fetch_model to setup.sh" below a setup.sh that
+        # warmed lab01's build: added at the end, after switching the warm-up to lab07, it came
+        # after the warm-up, whose reference check stops when the model cases skip.
+        setup, run = self.scripts()
+        for lab in ("lab01", "lab07"):
+            with self.subTest(lab=lab):
+                calls = self.run_script(setup, lab)
+                self.assertEqual([c.split()[0] for c in calls],
+                                 ["setup"] + ["fetch_model"] * (lab == "lab07") +
+                                 ["submit", "grade"])
+                self.assertTrue(calls[-2].startswith(f"submit {lab} "), calls)
+                (call,) = self.run_script(run, lab)
+                self.assertIn(f"--lab {lab} ", call)
+
+
 class DefaultJobs(TempDir):
     """-j's default: the CPUs grading may use. Gradescope runs the autograder in a container
     with a CPU quota on a many-core host, where os.cpu_count() counts the host's cores: that many
