@@ -668,25 +668,18 @@ constexpr int kPrefetchL2Bytes = SPECLAB_PACKED_PREFETCH_L2;
 // the group inside [r0, r1). `prefetch`: issue prefetches for the weight stream (the first tile
 // over a group; later tiles find the group in L1).
 template <GgmlType kType, int NT>
-void packed_tile(const PackedMatrix& w, const QuantizedActs& x, int t0, float* y, int ldy, int g,
-                 int r0, int r1, bool prefetch) {
+void packed_tile(const PackedMatrix& w, const ActTile& xt, int t0, float* y, int ldy, int g, int r0,
+                 int r1, bool prefetch) {
   constexpr bool kQ8 = kType == GgmlType::Q8_0;
   constexpr int kCodeBytes = kQ8 ? 512 : 256;
   const int nb = w.blocks();
   const int gbb = static_cast<int>(w.group_block_bytes());
-  const std::int8_t* xq[NT];
-  const float* xd[NT];
-  const float* xs[NT];
-  for (int t = 0; t < NT; ++t) {
-    xq[t] = x.q(t0 + t);
-    xd[t] = x.d(t0 + t);
-    xs[t] = x.s(t0 + t);
-  }
   // Per block: acc += float(isum) * (dw * dx), then acc += mw * s. One accumulator per
   // activation row (not a second one for the offset terms) keeps 8 rows' tiles inside the 32
   // vector registers. Each row's sum is formed in the same order whatever NT is, so a prefill
   // and the same tokens one at a time give bit-identical products.
   __m512 acc[NT];
+#pragma GCC unroll 8
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   const __m512i nib = _mm512_set1_epi8(0x0f);
   const std::uint8_t* p = w.at(g, 0);
@@ -718,8 +711,14 @@ void packed_tile(const PackedMatrix& w, const QuantizedActs& x, int t0, float* y
     } else {
       mw = _mm512_mul_ps(dw, _mm512_set1_ps(kQ8 ? -128.0f : -8.0f));
     }
+    // The tile's codes and scales for block b, token after token (TiledActs): one pointer and
+    // constant offsets, where a pointer per token ran out of registers.
+    const std::int8_t* qb = xt.q + static_cast<size_t>(b) * NT * 32;
+    const float* db = xt.d + static_cast<size_t>(b) * NT;
+    const float* sb = xt.s + static_cast<size_t>(b) * NT;
+#pragma GCC unroll 8
     for (int t = 0; t < NT; ++t) {
-      const std::int8_t* q = xq[t] + b * 32;
+      const std::int8_t* q = qb + t * 32;
       // Two independent chains of 4 vpdpbusd each (8 of 16 rows x 4 columns), then one add.
       __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
       for (int k = 0; k < 8; k += 2) {
@@ -730,14 +729,15 @@ void packed_tile(const PackedMatrix& w, const QuantizedActs& x, int t0, float* y
         s1 = _mm512_dpbusd_epi32(s1, c[k + 1], _mm512_set1_epi32(a1));
       }
       const __m512 p32 = _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1));
-      acc[t] = _mm512_fmadd_ps(p32, _mm512_mul_ps(dw, _mm512_set1_ps(xd[t][b])), acc[t]);
-      acc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(xs[t][b]), acc[t]);
+      acc[t] = _mm512_fmadd_ps(p32, _mm512_mul_ps(dw, _mm512_set1_ps(db[t])), acc[t]);
+      acc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(sb[t]), acc[t]);
     }
   }
   const int g0 = g * 16;
   const int lo = std::max(r0, g0), hi = std::min(r1, g0 + 16);
   const __mmask16 mask =
       static_cast<__mmask16>(((1u << (hi - g0)) - 1u) & ~((1u << (lo - g0)) - 1u));
+#pragma GCC unroll 8
   for (int t = 0; t < NT; ++t) {
     float* yt = y + static_cast<size_t>(t0 + t) * ldy + g0;
     if (mask == 0xffff) {
@@ -755,12 +755,12 @@ constexpr int kMaxPackedTile = SPECLAB_PACKED_MAX_TILE;
 
 // packed_tile<kType, nt> for a runtime nt in [1, NT].
 template <GgmlType kType, int NT = kMaxPackedTile>
-void packed_group(const PackedMatrix& w, const QuantizedActs& x, int t0, int nt, float* y, int ldy,
+void packed_group(const PackedMatrix& w, const ActTile& xt, int t0, int nt, float* y, int ldy,
                   int g, int r0, int r1, bool prefetch) {
   if constexpr (NT > 1) {
-    if (nt < NT) return packed_group<kType, NT - 1>(w, x, t0, nt, y, ldy, g, r0, r1, prefetch);
+    if (nt < NT) return packed_group<kType, NT - 1>(w, xt, t0, nt, y, ldy, g, r0, r1, prefetch);
   }
-  packed_tile<kType, NT>(w, x, t0, y, ldy, g, r0, r1, prefetch);
+  packed_tile<kType, NT>(w, xt, t0, y, ldy, g, r0, r1, prefetch);
 }
 
 // A row group's weights (a few KB per 576 columns) stay in L1 while every tile of activation
@@ -785,9 +785,10 @@ void matmul_packed_typed(const PackedMatrix& w, const QuantizedActs& x, float* y
       _mm_prefetch(reinterpret_cast<const char*>(first + off), _MM_HINT_T0);
     }
   }
+  const TiledActs tiled(x, tile);
   for (int g = r0 / 16; g * 16 < r1; ++g) {
     for (int t0 = 0; t0 < n; t0 += tile) {
-      packed_group<kType>(w, x, t0, std::min(tile, n - t0), y, ldy, g, r0, r1, t0 == 0);
+      packed_group<kType>(w, tiled.at(t0), t0, std::min(tile, n - t0), y, ldy, g, r0, r1, t0 == 0);
     }
   }
 }
