@@ -276,6 +276,19 @@ class CaseRunner(unittest.TestCase):
         self.assertEqual(runner.summarize("skipped", r.output, r, "case"),
                          "was skipped: the model file is missing")
 
+    def test_a_one_line_description_names_the_status_once(self):
+        # The reference check's error lists the cases that did not pass this way.
+        def result(status, summary):
+            return runner.TestResult("lab07", "case", "s", False, 1, 0, status, summary, "")
+        self.assertEqual(runner.describe(result("skipped", "was skipped: no model file")),
+                         "case: was skipped: no model file")
+        self.assertEqual(runner.describe(result("exception", "threw an exception: TODO")),
+                         "case: threw an exception: TODO")
+        self.assertEqual(runner.describe(result("failed", "CHECK( a == b ) is NOT correct!")),
+                         "case: failed: CHECK( a == b ) is NOT correct!")
+        hidden = runner.TestResult("lab07", "h", "s", True, 1, 0, "timeout", "ran longer", "")
+        self.assertEqual(runner.describe(hidden), "[hidden] h: timeout: ran longer")
+
     def test_exit_code_77_is_a_skip_only_after_the_skip_line_of_test_util_h(self):
         # The code under test calling std::exit(77) is an exit like any other: only skip()
         # (tests/support/test_util.h) prints "SKIPPED: <reason>" before it exits 77.

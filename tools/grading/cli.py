@@ -138,9 +138,7 @@ def prepare_lab(ws, lab, args):
         if bad:
             raise GradingError(
                 f"the reference solution of {lab.name} does not pass every case, so its scores "
-                "would be wrong:\n" + "\n".join(
-                    f"  {'[hidden] ' if r.hidden else ''}{r.name}: {r.status}: {r.summary}"
-                    for r in bad))
+                "would be wrong:\n" + "\n".join(f"  {runner.describe(r)}" for r in bad))
         log(f"grade: {lab.name} reference passes all {len(cases) + len(hidden_cases)} cases "
             f"({time.monotonic() - t:.1f} s)")
     return setup

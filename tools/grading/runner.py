@@ -81,6 +81,14 @@ def summarize(status, output, run=None, name=""):
     return lines[-1].replace(f"'{name}' ", "", 1).strip()[:300]
 
 
+def describe(result):
+    """One line for a case: its name, then its status and summary, the status only once (a
+    summary such as "was skipped: ..." already says it)."""
+    said = result.summary.startswith(STATUSES.get(result.status, result.status))
+    what = result.summary if said else f"{result.status}: {result.summary}"
+    return f"{'[hidden] ' if result.hidden else ''}{result.name}: {what}"
+
+
 def trim(text, keep=OUTPUT_KEEP):
     if len(text) <= 2 * keep:
         return text
