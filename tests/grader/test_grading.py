@@ -518,6 +518,21 @@ class Reports(unittest.TestCase):
         self.assertIn("SEGFAULT", text)
         self.assertIn("[hidden] lab01 hidden / C", text)
 
+    def test_the_table_shows_each_suite_once_whatever_order_its_cases_come_in(self):
+        # doctest lists cases by file and line, and one file may come back to a suite
+        # (tests/lab07/test_glue.cpp does): the suite's heading must still appear once.
+        g = sample_grade()
+        back = runner.TestResult("lab01", "comes back", "lab01 / A", False, 1, 1, "passed",
+                                 "passed", "")
+        g.labs[0].tests.insert(3, back)  # after "fails", which is in lab01 / B
+        lines = reports.table(g).splitlines()
+        headings = [line.strip() for line in lines if line.strip().startswith("lab01 / ")]
+        self.assertEqual(headings, ["lab01 / A", "lab01 / B"])
+        names = [line.split()[-1] for line in lines if line.startswith("      ") and
+                 "->" not in line]
+        self.assertLess(names.index("back"), names.index("fails"),
+                        "a suite's cases stay together, in their order")
+
 
 class FakeWorkspace:
     """Stands in for workspace.Workspace in grade_submission: each build_targets call pops the

@@ -72,6 +72,17 @@ def test_title(t):
 
 
 # ---- terminal ----
+def suites(lab_grade):
+    """A lab's cases by suite ("[hidden] " before a hidden one's name), suites in the order of
+    their first case, each suite's cases in their order. doctest lists cases by file and line,
+    and a file may come back to a suite after another one."""
+    groups = {}
+    for t in lab_grade.tests:
+        name = ("[hidden] " if t.hidden else "") + (t.suite or lab_grade.lab.name)
+        groups.setdefault(name, []).append(t)
+    return groups
+
+
 def table(grade, verbose=True):
     lines = [f"== {grade.name}: {num(grade.score)} / {num(grade.max_score)}  ({grade.path})"]
     for lg in grade.labs:
@@ -106,16 +117,14 @@ def table(grade, verbose=True):
         if not verbose:
             continue
         lines.append(f"    {'status':<14}{'points':>9}  test")
-        suite = None
-        for t in lg.tests:
-            if (t.hidden, t.suite) != suite:
-                suite = (t.hidden, t.suite)
-                lines.append(f"    {'[hidden] ' if t.hidden else ''}{t.suite or lg.lab.name}")
-            label = t.status if t.status == "passed" else t.status.upper()
-            pts = f"{num(t.score)} / {num(t.max_score)}"
-            lines.append(f"      {label:<12}{pts:>9}  {t.name}")
-            if t.status != "passed":
-                lines.append(f"      {'':<12}{'':>9}    -> {t.summary}")
+        for suite_name, tests in suites(lg).items():
+            lines.append(f"    {suite_name}")
+            for t in tests:
+                label = t.status if t.status == "passed" else t.status.upper()
+                pts = f"{num(t.score)} / {num(t.max_score)}"
+                lines.append(f"      {label:<12}{pts:>9}  {t.name}")
+                if t.status != "passed":
+                    lines.append(f"      {'':<12}{'':>9}    -> {t.summary}")
     for n in grade.notes:
         lines.append(f"  note: {n}")
     return "\n".join(lines)
@@ -281,10 +290,7 @@ def junit_xml(grade):
     root = ET.Element("testsuites", name=_x(f"SpecLab grade: {grade.name}"))
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for lg in grade.labs:
-        groups = {}
-        for t in lg.tests:
-            groups.setdefault(("[hidden] " if t.hidden else "") + (t.suite or lg.lab.name),
-                              []).append(t)
+        groups = suites(lg)
         if lg.build_status != "ok":
             groups = {f"{lg.lab.name}: build": []} | groups
         for suite_name, tests in groups.items():
