@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -216,8 +217,11 @@ CostCurve measure_cost_curve(BatchTarget& target, const Clock& clock, std::vecto
   }
   const int vocab = target.vocab_size();
   // Deterministic ids spread over the vocabulary; the speed of a pass does not depend on them.
+  // In 64 bits: i * 104729 alone passes INT_MAX from i = 20506 on.
   auto token = [vocab](int seq, int i) {
-    return static_cast<Token>((static_cast<long long>(seq) * 7919 + i * 104729 + 17) % vocab);
+    return static_cast<Token>(
+        (static_cast<std::int64_t>(seq) * 7919 + static_cast<std::int64_t>(i) * 104729 + 17) %
+        vocab);
   };
   std::map<std::pair<int, int>, double> measured;
   for (int b : batch_sizes) {

@@ -134,6 +134,23 @@ TEST_SUITE("engine / cost curve") {
     CHECK_THROWS_AS(measure_cost_curve(toy, toy.clock(), {1}, 8, huge), ContextOverflow);
   }
 
+  TEST_CASE("measuring at a long context works: the filler token ids stay in the vocabulary") {
+    // The filler id of position i was computed as i * 104729 in int, which overflows from
+    // i = 20506 on: a context of 21000 fed negative ids to the target, and its "token id -...
+    // outside the vocabulary" error came from a call the header allows (context + max_k + 1 <=
+    // max_length()).
+    ToyTargetConfig cfg;
+    cfg.vocab_size = 64;
+    ToyBatchTarget toy(cfg);
+    MeasureOptions opt;
+    opt.context = 21000;
+    opt.reps = 1;
+    opt.warmup = 0;
+    const CostCurve c = measure_cost_curve(toy, toy.clock(), {1}, 1, opt);
+    CHECK(c.seconds(1, 1) == doctest::Approx(toy.cost_model().seconds(2)));
+    CHECK(toy.sequences().empty());
+  }
+
   TEST_CASE("the committed example curve loads and matches the toy cost model it was made from") {
     const CostCurve c =
         CostCurve::load_csv(std::string(SPECLAB_DATA_DIR) + "/cost_curves/toy_roofline.csv");
