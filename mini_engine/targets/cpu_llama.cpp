@@ -253,15 +253,20 @@ void CpuLlama::reserve_kv(KvCache& kv, int n_tokens, int keep) const {
 }
 
 Logits CpuLlama::extend(std::span<const Token> tokens) {
+  // Checked before the tokens x vocab result is allocated: a document far past max_length()
+  // is a ContextOverflow, not gigabytes of zeroed logits first (or std::bad_alloc).
+  check_tokens(tokens, "CpuLlama::extend");
   Logits out(static_cast<int>(tokens.size()), vocab_size());
-  run(tokens, out.data(), "CpuLlama::extend");
+  run(tokens, out.data());
   return out;
 }
 
-void CpuLlama::append(std::span<const Token> tokens) { run(tokens, nullptr, "CpuLlama::append"); }
+void CpuLlama::append(std::span<const Token> tokens) {
+  check_tokens(tokens, "CpuLlama::append");
+  run(tokens, nullptr);
+}
 
-void CpuLlama::run(std::span<const Token> tokens, float* logits, const char* who) {
-  const std::string w(who);
+void CpuLlama::check_tokens(std::span<const Token> tokens, const std::string& w) const {
   if (tokens.empty()) throw std::invalid_argument(w + ": no tokens to append");
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] >= vocab_size()) {
@@ -278,6 +283,10 @@ void CpuLlama::run(std::span<const Token> tokens, float* logits, const char* who
                           " tokens (llama.context_length = " + std::to_string(w_.hp.n_ctx_train) +
                           ", max_context option = " + std::to_string(options_.max_context) + ")");
   }
+}
+
+void CpuLlama::run(std::span<const Token> tokens, float* logits) {
+  const long long want = static_cast<long long>(length()) + static_cast<long long>(tokens.size());
   const int n = static_cast<int>(tokens.size());
   reserve_kv(kv_, static_cast<int>(want), length());
   for (int c = 0; c < n; c += kMaxChunk) {

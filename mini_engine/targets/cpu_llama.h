@@ -82,10 +82,12 @@ class CpuLlama final : public Target {
   };
   // Grows `kv` to hold n_tokens positions, keeping its first `keep` positions.
   void reserve_kv(KvCache& kv, int n_tokens, int keep) const;
-  // Checks `tokens` for extend()/append() (`who` names the caller in messages), runs them in
-  // chunks of kMaxChunk, and appends them to tokens_. Writes tokens.size() logits rows to
-  // `logits`, or none when it is null.
-  void run(std::span<const Token> tokens, float* logits, const char* who);
+  // Throws what extend()/append() throw for `tokens` (`who` names the caller in messages).
+  // They call it first, before anything is allocated for the tokens.
+  void check_tokens(std::span<const Token> tokens, const std::string& who) const;
+  // Runs checked `tokens` in chunks of kMaxChunk and appends them to tokens_. Writes
+  // tokens.size() logits rows to `logits`, or none when it is null.
+  void run(std::span<const Token> tokens, float* logits);
   // Runs tokens at positions [pos0, pos0 + n) and writes n logits rows to `logits` (none when
   // it is null: the output norm and projection are skipped).
   void forward(const Token* tokens, int n, int pos0, float* logits);

@@ -3,6 +3,7 @@
 // (fixture from tools/oracle/make_logit_fixtures.py) and lossless speculative decoding.
 // Chapter: book/engine_forward.md.
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
@@ -418,6 +419,29 @@ TEST_SUITE("engine_forward / the KV cache and rollback") {
     Tiny small = make_tiny(s, o);
     CHECK(small.target->max_length() == 10);
     CHECK_THROWS_AS(small.target->extend(ids(11, 96, 8)), ContextOverflow);
+  }
+
+  TEST_CASE("too many tokens is a ContextOverflow before any logits are allocated") {
+    // extend() used to allocate (and zero) its tokens x vocab result before checking the
+    // length: a long document passed to a short-context model took gigabytes (or ended in
+    // std::bad_alloc, not the ContextOverflow the header promises) before the error. Here
+    // 65536 tokens x 4096 vocabulary is 1 GiB of logits; the peak RSS must not grow by it.
+    TinyLlamaSpec s;
+    s.n_vocab = 4096;
+    s.n_ctx = 64;
+    Tiny t = make_tiny(s);
+    std::vector<Token> many(65536, 1);
+    auto peak_mib = [] {
+      rusage u{};
+      getrusage(RUSAGE_SELF, &u);
+      return static_cast<double>(u.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+    };
+    const double before = peak_mib();
+    CHECK_THROWS_AS(t.target->extend(many), ContextOverflow);
+    many.back() = 4096;  // and a bad id too: still rejected before anything is allocated
+    CHECK_THROWS_AS(t.target->extend(many), std::invalid_argument);
+    CHECK(peak_mib() - before < 256.0);
+    CHECK(t.target->length() == 0);
   }
 
   TEST_CASE("truncate outside 0..length throws out_of_range") {
