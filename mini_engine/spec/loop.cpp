@@ -152,8 +152,7 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
     round.position = static_cast<std::int64_t>(context.size());
     t0 = clock.now();
     if (k > 0) round.drafts = drafter.propose(context, k);
-    round.draft_seconds = clock.now() - t0 + setup_seconds;
-    setup_seconds = 0.0;
+    round.draft_seconds = clock.now() - t0;
     if (static_cast<int>(round.drafts.size()) > std::max(k, 0)) {
       throw std::logic_error("drafter '" + drafter.name() + "' proposed " +
                              std::to_string(round.drafts.size()) +
@@ -213,10 +212,11 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
 
     round.logits = &logits;
     t0 = clock.now();
-    drafter.observe(context, round);
-    // Observing is the drafter's time too: the record passed to on_round includes it, so the
-    // rounds' draft_seconds add up to the stats'.
-    round.draft_seconds += clock.now() - t0;
+    drafter.observe(context, round);  // sees propose()'s time alone (round.h)
+    // Observing and (first round) begin() are the drafter's time too: the record passed to
+    // on_round includes them, so the rounds' draft_seconds add up to the stats'.
+    round.draft_seconds += clock.now() - t0 + setup_seconds;
+    setup_seconds = 0.0;
     result.stats.draft_seconds += round.draft_seconds;
     if (config.on_round) config.on_round(round);
     if (result.stopped) break;

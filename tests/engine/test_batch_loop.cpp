@@ -484,4 +484,59 @@ TEST_SUITE("engine / batched speculative loop") {
     }
     CHECK(all == res.stats.draft_seconds);
   }
+  TEST_CASE(
+      "observe() sees the round's propose() time alone, in the first round too, in both "
+      "loops") {
+    // round.h: draft_seconds is propose()'s time; only the record passed to on_round adds
+    // observe() and, in the first round, begin(). run_speculative had already added begin()'s
+    // time when it called observe() (101 s here, where the batched loop gave 1 s).
+    struct Recorder final : Drafter {
+      explicit Recorder(Drafter& d) : inner(d) {}
+      std::string name() const override { return "recorder"; }
+      void begin(std::span<const Token> p) override { inner.begin(p); }
+      std::vector<Token> propose(std::span<const Token> c, int k) override {
+        return inner.propose(c, k);
+      }
+      void observe(std::span<const Token> c, const RoundRecord& r) override {
+        seen.push_back(r.draft_seconds);
+        inner.observe(c, r);
+      }
+      Drafter& inner;
+      std::vector<double> seen;
+    };
+    const ToyTargetConfig cfg = periodic_cfg(5, 0.0);
+    const std::vector<Token> prompt = prompt_for(ToyTarget(cfg), 0, 10);
+    using testing::ClockedDrafter;
+    {
+      SimulatedClock clock;
+      PromptLookupDrafter inner(1);
+      ClockedDrafter clocked(clock, inner);
+      Recorder rec(clocked);
+      ToyTarget t(cfg);
+      DecodeConfig dc;
+      dc.k = 3;
+      dc.max_new_tokens = 12;
+      dc.clock = &clock;
+      run_speculative(t, rec, greedy_verify_rule(), prompt, dc);
+      REQUIRE(rec.seen.size() >= 2);
+      for (double s : rec.seen) CHECK(s == ClockedDrafter::kPropose);
+    }
+    {
+      SimulatedClock clock;
+      PromptLookupDrafter inner(1);
+      ClockedDrafter clocked(clock, inner);
+      Recorder rec(clocked);
+      ToyBatchTarget batch(cfg);
+      std::vector<BatchRequest> reqs(1);
+      reqs[0].prompt = prompt;
+      reqs[0].drafter = &rec;
+      reqs[0].config.k = 3;
+      reqs[0].config.max_new_tokens = 12;
+      BatchDecodeConfig bc;
+      bc.clock = &clock;
+      run_speculative_batch(batch, reqs, greedy_verify_rule(), bc);
+      REQUIRE(rec.seen.size() >= 2);
+      for (double s : rec.seen) CHECK(s == ClockedDrafter::kPropose);
+    }
+  }
 }
