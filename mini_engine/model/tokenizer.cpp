@@ -141,13 +141,27 @@ class KeyReader {
   std::optional<Token> token_id(const std::string& key, std::size_t vocab) const {
     const GgufValue* v = g_.find(key);
     if (v == nullptr) return std::nullopt;
-    if (v->type == GgufType::STRING || v->type == GgufType::ARRAY) fail(key, "is not an integer");
+    // A float's GgufValue::integer is 0: reading it would silently give id 0.
+    if (!is_integral(v->type)) fail(key, "is not an integer");
     if (v->integer < 0 || static_cast<std::uint64_t>(v->integer) >= vocab) {
       fail(key, "= " + std::to_string(v->integer) + " is outside the vocabulary [0, " +
                     std::to_string(vocab) + ")");
     }
     return static_cast<Token>(v->integer);
   }
+  // An optional key: nullptr when absent, TokenizerError when present but not of a type that
+  // `fits` accepts.
+  const GgufValue* optional(const std::string& key, bool (*fits)(GgufType)) const {
+    const GgufValue* v = g_.find(key);
+    if (v != nullptr && !fits(v->type)) fail(key, "has the wrong type");
+    return v;
+  }
+  // Integers and bools: the types whose value is in GgufValue::integer.
+  static bool is_integral(GgufType t) {
+    return t != GgufType::STRING && t != GgufType::ARRAY && t != GgufType::FLOAT32 &&
+           t != GgufType::FLOAT64;
+  }
+  static bool is_string(GgufType t) { return t == GgufType::STRING; }
 
  private:
   const GgufFile& g_;
@@ -269,7 +283,9 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
 
   t.bos_ = keys.token_id("tokenizer.ggml.bos_token_id", n);
   t.eos_ = keys.token_id("tokenizer.ggml.eos_token_id", n);
-  if (const GgufValue* v = gguf.find("tokenizer.ggml.add_bos_token")) t.add_bos_ = v->integer != 0;
+  if (const GgufValue* v = keys.optional("tokenizer.ggml.add_bos_token", KeyReader::is_integral)) {
+    t.add_bos_ = v->integer != 0;
+  }
   if (t.eos_) t.stop_tokens_.push_back(*t.eos_);
   for (const char* name : {"<|im_end|>", "<|endoftext|>"}) {
     if (auto id = t.find(name)) t.stop_tokens_.push_back(*id);
@@ -277,7 +293,7 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
   std::sort(t.stop_tokens_.begin(), t.stop_tokens_.end());
   t.stop_tokens_.erase(std::unique(t.stop_tokens_.begin(), t.stop_tokens_.end()),
                        t.stop_tokens_.end());
-  if (const GgufValue* v = gguf.find("tokenizer.chat_template"); v && v->type == GgufType::STRING) {
+  if (const GgufValue* v = keys.optional("tokenizer.chat_template", KeyReader::is_string)) {
     t.chat_template_ = v->string;
   }
   return t;

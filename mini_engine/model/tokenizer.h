@@ -57,7 +57,8 @@ class Tokenizer {
   // "gpt2", tokenizer.ggml.pre = "smollm" (the only pre-tokenizer implemented), and the arrays
   // tokenizer.ggml.tokens and tokenizer.ggml.merges; tokenizer.ggml.token_type is optional (all
   // Normal when absent). Throws TokenizerError naming the key that is missing or malformed,
-  // including a merge whose parts or result are not in the vocabulary.
+  // including a merge whose parts or result are not in the vocabulary, and an optional key
+  // (token_type, bos/eos_token_id, add_bos_token, chat_template) present with the wrong type.
   // The Tokenizer copies what it needs: `gguf` may be closed afterwards.
   static Tokenizer from_gguf(const GgufFile& gguf);
 

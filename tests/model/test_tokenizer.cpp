@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -78,6 +79,8 @@ struct ToyVocab {
   std::vector<std::int32_t> types{3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4};
   std::vector<std::string> merges{"b c", "a b", "a a", "Ġ a", "a bc"};
   bool with_model = true, with_pre = true, with_tokens = true, with_merges = true;
+  bool eos_as_float = false;                    // eos_token_id written as a float32
+  std::function<void(GgufWriter&)> extra_keys;  // more metadata, when set
   std::string pre = "smollm";
 
   std::vector<std::uint8_t> build() const {
@@ -88,7 +91,12 @@ struct ToyVocab {
     if (with_tokens) w.kv_strings("tokenizer.ggml.tokens", tokens);
     w.kv_i32s("tokenizer.ggml.token_type", types);
     if (with_merges) w.kv_strings("tokenizer.ggml.merges", merges);
-    w.kv_u32("tokenizer.ggml.eos_token_id", 0);
+    if (eos_as_float) {
+      w.kv_f32("tokenizer.ggml.eos_token_id", 3.0f);
+    } else {
+      w.kv_u32("tokenizer.ggml.eos_token_id", 0);
+    }
+    if (extra_keys) extra_keys(w);
     return w.build();
   }
   Tokenizer load() const {
@@ -155,6 +163,34 @@ TEST_SUITE("tokenizer / loading the vocabulary") {
     v.types[2] = -1;
     CHECK_MESSAGE(load_error(v).find("entry 2 is -1, not a token type") != std::string::npos,
                   load_error(v));
+  }
+
+  TEST_CASE("an optional key of the wrong type is named, not read as 0 or left out") {
+    // tokenizer.h: from_gguf throws TokenizerError naming a key that is missing or malformed.
+    // A float eos_token_id was read as id 0 (the wrong stop token, silently), a non-string
+    // chat template was dropped (render_chat then called the key missing) and a string
+    // add_bos_token read as false.
+    ToyVocab v;
+    v.eos_as_float = true;
+    CHECK_MESSAGE(
+        load_error(v).find("'tokenizer.ggml.eos_token_id' is not an integer") != std::string::npos,
+        load_error(v));
+    v.eos_as_float = false;
+    v.extra_keys = [](GgufWriter& w) { w.kv_u32("tokenizer.chat_template", 7); };
+    CHECK_MESSAGE(
+        load_error(v).find("'tokenizer.chat_template' has the wrong type") != std::string::npos,
+        load_error(v));
+    v.extra_keys = [](GgufWriter& w) { w.kv_string("tokenizer.ggml.add_bos_token", "true"); };
+    CHECK_MESSAGE(load_error(v).find("'tokenizer.ggml.add_bos_token' has the wrong type") !=
+                      std::string::npos,
+                  load_error(v));
+    v.extra_keys = [](GgufWriter& w) {
+      w.kv_string("tokenizer.chat_template", "<|im_start|>");
+      w.kv_u32("tokenizer.ggml.add_bos_token", 1);
+    };
+    const Tokenizer t = v.load();  // well-typed optional keys still load
+    CHECK(t.chat_template_source() == std::optional<std::string>("<|im_start|>"));
+    CHECK(t.wants_bos());
   }
 
   TEST_CASE("token kinds ids and stop tokens come from the metadata") {
