@@ -84,8 +84,9 @@ class GgufFile {
   std::uint32_t alignment() const { return alignment_; }
 
   // Metadata lookups. find() returns nullptr when the key is absent. The typed getters throw
-  // GgufError naming the key when it is absent or has another type; the *_or forms return the
-  // default when absent.
+  // GgufError naming the key when it is absent or has another type (get_real also takes any
+  // integer or bool type and widens it; get_int takes no float); the *_or forms return the
+  // default when absent and throw as the plain getters when the key has another type.
   const GgufValue* find(const std::string& key) const;
   std::int64_t get_int(const std::string& key) const;
   std::int64_t get_int_or(const std::string& key, std::int64_t fallback) const;

@@ -72,6 +72,12 @@ TEST_SUITE("model / GGUF reader") {
     CHECK_THROWS_WITH_AS(f.get_string("llama.block_count"),
                          doctest::Contains("is uint32, expected a string"), GgufError);
     CHECK(f.get_int_or("llama.context_length", 77) == 77);
+    // get_real widens an integer (gguf.h says so): a float key written as an integer still reads.
+    CHECK(f.get_real("llama.block_count") == 2.0);
+    CHECK_THROWS_WITH_AS(f.get_real("general.architecture"), doctest::Contains("expected a number"),
+                         GgufError);
+    CHECK_THROWS_WITH_AS(f.get_int("llama.attention.layer_norm_rms_epsilon"),
+                         doctest::Contains("expected an integer"), GgufError);
     CHECK_THROWS_WITH_AS(f.require_tensor("output.weight"),
                          doctest::Contains("tensor 'output.weight' is missing"), GgufError);
   }
