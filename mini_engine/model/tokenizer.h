@@ -85,6 +85,7 @@ class Tokenizer {
 
   int vocab_size() const { return static_cast<int>(texts_.size()); }
   // The token's text as stored in the GGUF (byte-level encoded: a space shows as "Ġ").
+  // Throws std::out_of_range for an id outside [0, vocab_size()), as kind() does.
   const std::string& token_text(Token id) const;
   TokenKind kind(Token id) const;
   // The id whose stored text is exactly `text`, if any.

@@ -46,7 +46,8 @@ class ToyTarget final : public Target {
   Logits extend(std::span<const Token> tokens) override;
   void truncate(int new_len) override;
 
-  // A prompt of `length` tokens that suits the regime (random: sigma(0..length-1)).
+  // A prompt of `length` tokens that suits the regime (random: sigma(0..length-1)). Requires
+  // length >= 1; throws std::invalid_argument otherwise.
   std::vector<Token> make_prompt(int length) const;
   // The scores for the token after `context` (does not touch the sequence). Requires ids in
   // [0, vocab_size()); throws std::invalid_argument when the last one, the only one it reads,

@@ -94,5 +94,6 @@ TEST_SUITE("engine / ToyTarget") {
     CHECK_THROWS_AS(t.extend(std::vector<Token>{1, 2}), ContextOverflow);
     CHECK(t.length() == 3);  // unchanged after the failed call
     CHECK_THROWS_AS(t.truncate(4), std::out_of_range);
+    CHECK_THROWS_AS(t.make_prompt(0), std::invalid_argument);
   }
 }

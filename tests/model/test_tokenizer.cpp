@@ -475,6 +475,10 @@ TEST_SUITE("tokenizer / bad input") {
                          std::out_of_range);
     CHECK_THROWS_AS(t.decode(std::vector<Token>{-1}), std::out_of_range);
     CHECK_THROWS_AS(t.piece(99), std::out_of_range);
+    CHECK_THROWS_WITH_AS(t.token_text(12), doctest::Contains("Tokenizer::token_text: token id 12"),
+                         std::out_of_range);
+    CHECK_THROWS_WITH_AS(t.kind(-1), doctest::Contains("Tokenizer::kind: token id -1"),
+                         std::out_of_range);
     StreamDecoder sd(t);
     CHECK(sd.push(1) == "a");
     CHECK_THROWS_AS(sd.push(-5), std::out_of_range);
