@@ -27,7 +27,9 @@ struct ToyCostModel {
 
   // T(tokens). Requires tokens >= 1; throws std::invalid_argument otherwise.
   double seconds(int tokens) const;
-  // Throws std::invalid_argument naming the field when a field is negative or NaN.
+  // Throws std::invalid_argument naming the field when a field is negative, infinite or NaN,
+  // and when every call would cost 0 s (fixed + per-token and past-knee seconds all 0; with
+  // only past_knee_seconds > 0, calls below the knee do cost 0).
   void validate() const;
 };
 

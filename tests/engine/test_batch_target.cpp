@@ -1,6 +1,7 @@
 // BatchTarget, ToyBatchTarget and its cost model, SequenceView.
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -138,6 +139,15 @@ TEST_SUITE("engine / batch target") {
     c.knee_tokens = -2;
     CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("knee_tokens"), std::invalid_argument);
     CHECK_THROWS_AS(ToyCostModel{}.seconds(0), std::invalid_argument);
+    c = ToyCostModel{};
+    c.fixed_seconds = std::numeric_limits<double>::infinity();
+    CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("fixed_seconds"), std::invalid_argument);
+    c = ToyCostModel{0.0, 0.0, 64, 0.0};
+    CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("every call would cost 0"),
+                         std::invalid_argument);
+    c.past_knee_seconds = 0.001;  // free below the knee, but not every call: accepted
+    c.validate();
+    CHECK(c.seconds(64) == 0.0);
     ToyTargetConfig bad = markov_cfg();
     bad.vocab_size = 2;
     CHECK_THROWS_AS(ToyBatchTarget{bad}, std::invalid_argument);
