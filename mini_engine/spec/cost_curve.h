@@ -66,7 +66,8 @@ struct MeasureOptions {
 // Measures T(b, k) of `target`, timed by `clock`: for each b, b new sequences each holding
 // `context` tokens; for each k, the median of `reps` extend_batch calls that feed k + 1 tokens to
 // every sequence, each call rolled back afterwards. The sequences are removed at the end.
-// Requires what from_function requires, context >= 1 and reps >= 1; throws
+// Requires what from_function requires (so every measured median must be > 0: a clock that
+// `target` does not move fails), context >= 1, reps >= 1 and warmup >= 0; throws
 // std::invalid_argument otherwise, ContextOverflow if context + max_k + 1 > max_length().
 CostCurve measure_cost_curve(BatchTarget& target, const Clock& clock, std::vector<int> batch_sizes,
                              int max_k, const MeasureOptions& options = {});

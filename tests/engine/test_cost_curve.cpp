@@ -128,6 +128,13 @@ TEST_SUITE("engine / cost curve") {
     MeasureOptions bad;
     bad.context = 0;
     CHECK_THROWS_AS(measure_cost_curve(toy, toy.clock(), {1}, 4, bad), std::invalid_argument);
+    bad = MeasureOptions{};
+    bad.warmup = -1;
+    CHECK_THROWS_AS(measure_cost_curve(toy, toy.clock(), {1}, 4, bad), std::invalid_argument);
+    const SimulatedClock idle;  // a clock the target never advances: every median is 0
+    CHECK_THROWS_WITH_AS(measure_cost_curve(toy, idle, {1}, 1),
+                         doctest::Contains("must be finite and > 0"), std::invalid_argument);
+    CHECK(toy.sequences() == std::vector<int>{keep});
     INFO("a context near INT_MAX: context + max_k + 1 must not overflow past the length check");
     MeasureOptions huge;
     huge.context = std::numeric_limits<int>::max() - 4;
