@@ -2,6 +2,7 @@
 // Where loops read the time from: the wall clock, or a simulated clock that a target advances by
 // what its cost model says a call costs. A simulated clock makes timing tests exact and instant.
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -28,10 +29,11 @@ class WallClock final : public Clock {
 class SimulatedClock final : public Clock {
  public:
   double now() const override { return now_; }
-  // Requires seconds >= 0 (and not NaN); throws std::invalid_argument otherwise.
+  // Requires seconds finite and >= 0; throws std::invalid_argument otherwise (an infinite step
+  // would make every later duration NaN).
   void advance(double seconds) {
-    if (!(seconds >= 0.0)) {
-      throw std::invalid_argument("SimulatedClock::advance: seconds must be >= 0, got " +
+    if (!(seconds >= 0.0) || !std::isfinite(seconds)) {
+      throw std::invalid_argument("SimulatedClock::advance: seconds must be finite and >= 0, got " +
                                   std::to_string(seconds));
     }
     now_ += seconds;

@@ -8,8 +8,6 @@
 namespace speclab {
 namespace {
 
-constexpr int kMaxDrafts = 64;
-
 std::string req_name(size_t i) { return "request " + std::to_string(i); }
 
 void check_request(const BatchTarget& target, const BatchRequest& r, size_t i) {

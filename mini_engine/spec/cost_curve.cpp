@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "mini_engine/spec/loop.h"  // kMaxDrafts
+
 namespace speclab {
 namespace {
 
@@ -26,10 +28,10 @@ void check_axes(const std::vector<int>& batch_sizes, int max_k, const std::strin
       throw std::invalid_argument(source + ": batch sizes must be strictly increasing");
     }
   }
-  // k is a round's draft count, which the decoding loops keep in [1, 64].
-  if (max_k < 0 || max_k > 64) {
-    throw std::invalid_argument(source + ": max_k must be in [0, 64], got " +
-                                std::to_string(max_k));
+  // k is a round's draft count, which the decoding loops keep in [1, kMaxDrafts].
+  if (max_k < 0 || max_k > kMaxDrafts) {
+    throw std::invalid_argument(source + ": max_k must be in [0, " + std::to_string(kMaxDrafts) +
+                                "], got " + std::to_string(max_k));
   }
 }
 
@@ -121,6 +123,9 @@ CostCurve CostCurve::parse_csv(std::string_view text, const std::string& source)
     parse_int(f[1], k, "k");
     if (b < 1) fail("b must be >= 1, got " + std::to_string(b));
     if (k < 0) fail("k must be >= 0, got " + std::to_string(k));
+    if (k > kMaxDrafts) {
+      fail("k must be at most " + std::to_string(kMaxDrafts) + ", got " + std::to_string(k));
+    }
     double s = 0.0;
     try {
       size_t used = 0;

@@ -120,9 +120,9 @@ GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
 GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyRule& verify,
                                  std::span<const Token> prompt, const DecodeConfig& config) {
   check_common(target, prompt, config);
-  if (config.k < 1 || config.k > 64) {
-    throw std::invalid_argument("k (drafts per round) must be in [1, 64], got " +
-                                std::to_string(config.k));
+  if (config.k < 1 || config.k > kMaxDrafts) {
+    throw std::invalid_argument("k (drafts per round) must be in [1, " +
+                                std::to_string(kMaxDrafts) + "], got " + std::to_string(config.k));
   }
   if (!verify) throw std::invalid_argument("run_speculative: no verify rule given");
   GenerationResult result;

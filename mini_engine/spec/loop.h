@@ -15,9 +15,12 @@
 
 namespace speclab {
 
+// The most drafts per round any loop takes (DecodeConfig::k, a cost curve's k).
+inline constexpr int kMaxDrafts = 64;
+
 struct DecodeConfig {
   int max_new_tokens = 64;         // >= 1; the loops never emit more
-  int k = 4;                       // drafts per round, 1..64 (speculative decoding only)
+  int k = 4;                       // drafts per round, 1..kMaxDrafts (speculative decoding only)
   SamplingParams sampling;         // temperature 0 = greedy
   std::vector<Token> stop_tokens;  // generation ends right after emitting one of these
   // Called after every round (every token, for plain decoding) with what it emitted.

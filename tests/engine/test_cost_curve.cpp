@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "mini_engine/core/clock.h"
 #include "mini_engine/spec/cost_curve.h"
 #include "mini_engine/targets/toy_batch_target.h"
 
@@ -89,6 +90,9 @@ TEST_SUITE("engine / cost curve") {
           "bad.csv:1: expected the header 'b,k,seconds', got 'b,k,secs'");
     CHECK(err("b,k,seconds\n1,0\n") == "bad.csv:2: expected 3 fields (b,k,seconds), got 2");
     CHECK(err("b,k,seconds\n1,x,1\n") == "bad.csv:2: k 'x' is not an integer");
+    // The decoding loops take k <= 64, so a curve past it would let a policy choose a k they
+    // refuse: the same bound as from_function.
+    CHECK(err("b,k,seconds\n1,65,1\n") == "bad.csv:2: k must be at most 64, got 65");
     CHECK(err("b,k,seconds\n1,0,-3\n") == "bad.csv:2: seconds must be finite and > 0, got '-3'");
     CHECK(err("b,k,seconds\n1,0,nan\n") == "bad.csv:2: seconds must be finite and > 0, got 'nan'");
     CHECK(err("b,k,seconds\n1,0,1\n1,0,2\n") ==
@@ -170,5 +174,20 @@ TEST_SUITE("engine / cost curve") {
         CHECK(c.seconds(b, k) == doctest::Approx(model.seconds(b * (k + 1))).epsilon(1e-5));
       }
     }
+  }
+}
+
+TEST_SUITE("engine / simulated clock") {
+  TEST_CASE("advance takes a finite time >= 0 only") {
+    // An infinite step would turn every later duration (inf - inf) into NaN.
+    SimulatedClock clock;
+    clock.advance(1.5);
+    CHECK(clock.now() == 1.5);
+    for (double bad : {-1.0, std::numeric_limits<double>::quiet_NaN(),
+                       std::numeric_limits<double>::infinity()}) {
+      CAPTURE(bad);
+      CHECK_THROWS_AS(clock.advance(bad), std::invalid_argument);
+    }
+    CHECK(clock.now() == 1.5);
   }
 }
