@@ -47,10 +47,10 @@ ToyTarget::ToyTarget(ToyTargetConfig config) : config_(config) {
     fail("period must be in [2, vocab_size]");
   }
   if (config_.branching < 2 || config_.branching > 8) fail("branching must be in [2, 8]");
-  if (config_.noise < 0.0) {
-    config_.noise = config_.regime == ToyRegime::markov ? 0.3 : 0.0;
+  if (config_.noise == -1.0) config_.noise = config_.regime == ToyRegime::markov ? 0.3 : 0.0;
+  if (!(config_.noise >= 0.0 && config_.noise <= 1.0)) {
+    fail("noise must be in [0, 1] (or -1 for the default)");
   }
-  if (!(config_.noise <= 1.0)) fail("noise must be in [0, 1] (or -1 for the default)");
 
   // The periodic pattern: `period` distinct tokens, chosen by a seeded shuffle.
   std::vector<Token> all(config_.vocab_size);

@@ -24,10 +24,10 @@ struct ToyTargetConfig {
   ToyRegime regime = ToyRegime::periodic;
   int vocab_size = 512;  // >= 8 (random regime: also > the longest sequence you will build)
   std::uint64_t seed = 0;
-  int period = 16;           // periodic regime: pattern length, 2 <= period <= vocab_size
-  double noise = -1.0;       // chance a position departs from the regime's rule; -1 = default
-                             // (periodic 0, markov 0.3, random unused)
-  int branching = 3;         // markov regime: successors per token, 2..8
+  int period = 16;      // periodic regime: pattern length, 2 <= period <= vocab_size
+  double noise = -1.0;  // chance a position departs from the regime's rule, in [0, 1]; -1 = default
+                        // (periodic 0, markov 0.3, random unused)
+  int branching = 3;    // markov regime: successors per token, 2..8
   int max_length = 1 << 20;  // context capacity
 };
 

@@ -116,6 +116,12 @@ class BadInput(unittest.TestCase):
                 self.assert_refused([cmd, "--model", "toy", "--k", k], "--k",
                                     "must be between 1 and 64 (drafts per round)")
 
+    def test_a_negative_noise_other_than_minus_one(self):
+        # -1 means "the regime's default"; -0.5 was silently taken as that default.
+        for cmd in ("generate", "bench"):
+            self.assert_refused([cmd, "--model", "toy", "--noise", "-0.5"], "--noise",
+                                "must be -1 (the regime's default) or between 0 and 1")
+
     def test_a_bench_list_that_names_a_value_twice(self):
         # Each case would run twice, doubling the time and the table's rows for nothing.
         for flag, value, named in (("--drafter", "sa,ngram,sa", "sa"), ("--k", "5,6,5", "5"),

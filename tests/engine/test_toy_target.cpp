@@ -82,6 +82,18 @@ TEST_SUITE("engine / ToyTarget") {
                          std::invalid_argument);
   }
 
+  TEST_CASE("a negative noise other than -1 is rejected, not taken as the default") {
+    // -1 is the documented "default"; -0.5 is a mistake (speclab --noise -0.5 reached here).
+    for (double bad : {-0.5, -2.0}) {
+      CAPTURE(bad);
+      CHECK_THROWS_WITH_AS(ToyTarget(ToyTargetConfig{.noise = bad}),
+                           "ToyTarget: noise must be in [0, 1] (or -1 for the default)",
+                           std::invalid_argument);
+    }
+    CHECK(ToyTarget(ToyTargetConfig{.regime = ToyRegime::markov, .noise = -1.0}).config().noise ==
+          0.3);
+  }
+
   TEST_CASE("bad configuration and bad calls give clear errors") {
     CHECK_THROWS_WITH_AS(ToyTarget(ToyTargetConfig{.vocab_size = 2}),
                          doctest::Contains("vocab_size"), std::invalid_argument);

@@ -240,10 +240,20 @@ void add_target_flags(CLI::App& cmd, TargetOptions& o) {
       ->check(CLI::IsMember({"periodic", "markov", "random"}))
       ->capture_default_str()
       ->group("Toy target");
-  cmd.add_option("--noise", o.noise,
-                 "Toy target only: chance a position departs from the regime's rule (-1: the "
-                 "regime's default)")
+  cmd.add_option(
+         "--noise", o.noise,
+         "Toy target only: chance (0 to 1) that a position departs from the regime's rule (-1: the "
+         "regime's default)")
       ->check(real_in(-1.0, 1.0, "chance of a departure, or -1"))
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            const double v = std::stod(value);  // a number in [-1, 1]: checked just above
+            if (v < 0.0 && v != -1.0) {
+              return "must be -1 (the regime's default) or between 0 and 1, got " + value;
+            }
+            return {};
+          },
+          ""))
       ->capture_default_str()
       ->group("Toy target");
 }
