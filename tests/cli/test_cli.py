@@ -131,6 +131,21 @@ class BadInput(unittest.TestCase):
                                  "--json", "", flag, value],
                                 f"{flag} names {named} twice")
 
+
+    def test_a_bench_list_with_an_empty_item(self):
+        # CLI11 drops empty items when it splits a list: '--k 5,,6' ran k = 5 and 6 without a
+        # word, and '--k ,' took the next argument as --k's value.
+        for flag, value in (("--k", "5,,6"), ("--k", "5,"), ("--k", ","), ("--n", ",3"),
+                            ("--drafter", "sa,,ngram"), ("--workload", "toy-periodic,"),
+                            ("--batch", "1,,2")):
+            self.assert_refused(["bench", "--model", "toy", "--repeats", "1", "--csv", "",
+                                 "--json", "", flag, value, "--no-progress"],
+                                flag, f"an empty item in '{value}'")
+        # A list's items are still checked one by one, and the usual forms still work.
+        self.assert_refused(["bench", "--model", "toy", "--k", "5,x"], "--k",
+                            "expected a whole number (drafts per round), got 'x'")
+        self.assert_refused(["bench", "--model", "toy", "--k", "5,0"], "--k",
+                            "must be between 1 and 64 (drafts per round), got 0")
     def test_n_larger_than_the_context(self):
         self.assert_refused(["generate", "--model", "toy", "--context", "64", "--max-new-tokens",
                              "32", "--n", "100"], "--n 100 is larger than the context")

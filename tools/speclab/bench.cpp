@@ -398,14 +398,11 @@ void add_bench(CLI::App& app) {
       "one die or two; not probed with --device cuda)");
   add_target_flags(*cmd, o->target);
   add_drafter_flags(*cmd, o->drafter, &o->drafters, &o->ns);
-  cmd->add_option("--k", o->ks, "Drafts per round, comma-separated values to sweep")
-      ->delimiter(',')
-      ->check(int_in(1, 64, "drafts per round"))
-      ->capture_default_str();
-  cmd->add_option("--workload", o->workloads,
-                  "Workloads, comma-separated: shipped names (data/workloads/NAME.jsonl), paths, "
-                  "or for --model toy: toy-periodic, toy-markov, toy-random. Default: all")
-      ->delimiter(',');
+  add_list_flag(*cmd, "--k", o->ks, "Drafts per round, comma-separated values to sweep",
+                int_in(1, 64, "drafts per round"));
+  add_list_flag(*cmd, "--workload", o->workloads,
+                "Workloads, comma-separated: shipped names (data/workloads/NAME.jsonl), paths, "
+                "or for --model toy: toy-periodic, toy-markov, toy-random. Default: all");
   cmd->add_option("--prompts", o->prompts, "Conversations per workload; 0 = all")
       ->check(int_in(0, 100000, "conversations per workload"))
       ->capture_default_str();
@@ -435,14 +432,13 @@ void add_bench(CLI::App& app) {
                   "--threads 1, since idle worker threads may spin)")
       ->check(CLI::IsMember({"wall", "cpu"}))
       ->capture_default_str();
-  cmd->add_option("--batch", o->batches,
-                  "Batched mode: batch sizes to run, comma-separated. At every size B the same R "
-                  "requests (R = the largest B: the first turns of the workload's conversations, "
-                  "in turn) are decoded in consecutive batches of B, in lock-step with "
-                  "run_speculative_batch, plain against each case; --csv and --json get one row "
-                  "per case and batch size. Needs a real model")
-      ->delimiter(',')
-      ->check(int_in(1, 256, "requests per batch"));
+  add_list_flag(*cmd, "--batch", o->batches,
+                "Batched mode: batch sizes to run, comma-separated. At every size B the same R "
+                "requests (R = the largest B: the first turns of the workload's conversations, "
+                "in turn) are decoded in consecutive batches of B, in lock-step with "
+                "run_speculative_batch, plain against each case; --csv and --json get one row "
+                "per case and batch size. Needs a real model",
+                int_in(1, 256, "requests per batch"));
   cmd->add_flag("--corrupt-verify-for-testing", o->corrupt_verify,
                 "Break the verify rule on purpose, to check that the bench catches it")
       ->group("");  // hidden

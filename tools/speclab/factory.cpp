@@ -79,6 +79,81 @@ CLI::Validator real_in(double lo, double hi, const std::string& what) {
       "[" + text(lo) + ".." + text(hi) + "]");
 }
 
+namespace {
+
+// "a,,b" -> {"a", "", "b"}: every item, empty ones included.
+std::vector<std::string> split_items(const std::string& raw) {
+  std::vector<std::string> items;
+  for (size_t start = 0;;) {
+    const size_t comma = raw.find(',', start);
+    items.push_back(raw.substr(start, comma - start));
+    if (comma == std::string::npos) return items;
+    start = comma + 1;
+  }
+}
+
+// A check on one argument of a list flag: no empty item, and every item passes `item`.
+CLI::Validator list_of(const CLI::Validator& item) {
+  return CLI::Validator(
+      [item](std::string& raw) -> std::string {
+        for (std::string& value : split_items(raw)) {
+          if (value.empty()) {
+            return "an empty item in '" + raw +
+                   "': give the values separated by single commas, as in 5,6";
+          }
+          std::string error = item(value);
+          if (!error.empty()) return error;
+        }
+        return {};
+      },
+      item.get_description());
+}
+
+template <typename T>
+T item_value(const std::string& item);
+template <>
+int item_value<int>(const std::string& item) {
+  return std::stoi(item);
+}
+template <>
+std::string item_value<std::string>(const std::string& item) {
+  return item;
+}
+
+template <typename T>
+CLI::Option* add_list(CLI::App& cmd, const std::string& name, std::vector<T>& values,
+                      const std::string& help, const CLI::Validator& item,
+                      const std::string& type) {
+  std::ostringstream shown;
+  for (size_t i = 0; i < values.size(); ++i) shown << (i ? "," : "") << values[i];
+  CLI::Option* option = cmd.add_option_function<std::vector<std::string>>(
+      name,
+      [&values](const std::vector<std::string>& raw) {
+        values.clear();
+        for (const std::string& argument : raw) {
+          for (const std::string& value : split_items(argument)) {
+            values.push_back(item_value<T>(value));  // `item` has checked it
+          }
+        }
+      },
+      help);
+  option->type_name(type)->check(list_of(item));
+  if (!values.empty()) option->default_str("[" + shown.str() + "]");
+  return option;
+}
+
+}  // namespace
+
+CLI::Option* add_list_flag(CLI::App& cmd, const std::string& name, std::vector<int>& values,
+                           const std::string& help, const CLI::Validator& item) {
+  return add_list(cmd, name, values, help, item, "INT");
+}
+
+CLI::Option* add_list_flag(CLI::App& cmd, const std::string& name, std::vector<std::string>& values,
+                           const std::string& help) {
+  return add_list(cmd, name, values, help, CLI::Validator(), "TEXT");
+}
+
 CLI::Option* add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help) {
   constexpr const char* kRange = "[0, 2^64-1]";
   const std::string what = "0 to " + std::to_string(std::numeric_limits<std::uint64_t>::max());
@@ -435,15 +510,13 @@ void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string
       "n-gram size: prompt-lookup matches the last n tokens; ngram/nasd/sa+ngram use n-grams up "
       "to n; pool keys are up to n tokens (auto: as the drafter it steers)";
   if (drafter_list) {
-    cmd.add_option("--drafter", *drafter_list, help)->delimiter(',');
+    add_list_flag(cmd, "--drafter", *drafter_list, help);
   } else {
     cmd.add_option("--drafter", o.drafter, help)->capture_default_str();
   }
   if (n_list) {
-    cmd.add_option("--n", *n_list, n_help + " (comma-separated values to sweep)")
-        ->delimiter(',')
-        ->check(int_in(1, 1 << 20, "n-gram size"))
-        ->capture_default_str();
+    add_list_flag(cmd, "--n", *n_list, n_help + " (comma-separated values to sweep)",
+                  int_in(1, 1 << 20, "n-gram size"));
   } else {
     cmd.add_option("--n", o.n, n_help)
         ->check(int_in(1, 1 << 20, "n-gram size"))

@@ -36,6 +36,16 @@ CLI::Validator real_in(double lo, double hi, const std::string& what);
 // conversion would wrap -1 to 2^64-1 and clamp 2^64 to 2^64-1 without a word.
 CLI::Option* add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help);
 
+// Adds a list flag to `cmd`: `--k 5,6,8` (or `--k 5 --k 6,8`) replaces `values` with the items in
+// order; `values` must outlive the parse, and keeps its contents when the flag is absent. Each
+// item must pass `item` (an int_in check names the flag as for one value). An empty item, as in
+// '5,,6', '5,' or ',', is refused by name: CLI11's own splitting (->delimiter) drops empty items
+// without a word. --help shows `values`' contents as the default when it has any.
+CLI::Option* add_list_flag(CLI::App& cmd, const std::string& name, std::vector<int>& values,
+                           const std::string& help, const CLI::Validator& item);
+CLI::Option* add_list_flag(CLI::App& cmd, const std::string& name, std::vector<std::string>& values,
+                           const std::string& help);
+
 // ---- targets ----
 
 // The largest --context the CLI takes. The toy target holds whatever --context asks, up to this.
