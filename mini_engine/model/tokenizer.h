@@ -67,8 +67,11 @@ class Tokenizer {
   // (llama.cpp's parse_special, what a rendered chat prompt needs). false: only UserDefined
   // tokens are matched, and "<|im_end|>" in the text is tokenized as plain characters (what
   // untrusted user text should get). Never prepends BOS (see above). An empty text gives no ids.
-  // Bytes whose byte-level symbol is not in the vocabulary (this vocabulary lacks 21 of the 256,
-  // e.g. 0x04) are dropped, as llama.cpp drops them.
+  // A byte whose byte-level symbol is not in the vocabulary (this vocabulary lacks 21 of the 256,
+  // e.g. 0x04), and which no merge covers, becomes llama.cpp's fallback: the tokens whose text is
+  // one byte of that symbol's UTF-8, where they exist. Such texts are not valid UTF-8, so only a
+  // token that is not Normal can have one; SmolLM2 has none, so there the byte is dropped, as
+  // llama.cpp drops it.
   // Throws std::invalid_argument when a 4-byte sequence decodes above U+10FFFF (lead byte F4 to
   // F7 with continuation bytes): llama.cpp aborts the process on such input; we refuse it.
   std::vector<Token> encode(std::string_view text, bool parse_special = true) const;

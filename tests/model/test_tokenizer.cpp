@@ -234,6 +234,18 @@ TEST_SUITE("tokenizer / byte-level BPE") {
     const Tokenizer t = ToyVocab{}.load();
     CHECK(t.encode("axb") == std::vector<Token>{1, 2});
   }
+
+  TEST_CASE("a byte with no token of its own falls back to the one-byte tokens of its symbol") {
+    // Byte 0x04 stands for U+0104 (UTF-8 C4 84). With no token for U+0104 but tokens "\xC4" and
+    // "\x84" (user-defined: a Normal token's text must be byte-level symbols), llama.cpp's
+    // fallback emits those two.
+    ToyVocab v;
+    v.tokens.insert(v.tokens.end(), {"\xC4", "\x84"});  // ids 12 and 13
+    v.types.insert(v.types.end(), {4, 4});
+    const char* text = "a\004b";  // octal: "\x04b" would be one escape, 0x4b
+    CHECK(v.load().encode(text) == std::vector<Token>{1, 12, 13, 2});
+    CHECK(ToyVocab{}.load().encode(text) == std::vector<Token>{1, 2});  // neither: dropped
+  }
 }
 
 // =================================================================================================
