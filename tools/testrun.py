@@ -91,7 +91,10 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
     if not os.path.exists(exe):
         return CaseRun("missing", f"test executable {exe} does not exist: build it first")
     # doctest splits filters at commas; a backslash escapes one.
-    cmd = [exe, "--test-case=" + case.replace(",", "\\,"), "--no-version", "--no-colors"]
+    # --no-skipped-summary (doctest 2.4.9 has it, undocumented): the summary of one case would
+    # otherwise count every other case of the program as "skipped".
+    cmd = [exe, "--test-case=" + case.replace(",", "\\,"), "--no-version", "--no-colors",
+           "--no-skipped-summary"]
 
     def limits():
         os.setsid()  # own process group: a timeout kills everything the case started
