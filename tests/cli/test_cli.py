@@ -504,6 +504,25 @@ class Chat(unittest.TestCase):
                                 "--max-new-tokens", "8", stdin=b"3 4\n")
         self.assertNotEqual(out, without, "--system changes the toy target's reply")
 
+    def test_the_piped_example_of_help_and_readme_runs(self):
+        # `chat --help` and the README show `printf '...' | speclab chat ...` as the way to chat
+        # non-interactively: the example must run as written (with a short reply), not end with
+        # the toy target's "not a token id" error.
+        _, help_text, _ = speclab("chat", "--help")
+        readme = (ROOT / "README.md").read_text()
+        example = re.compile(r"printf '([^']*)' \\?\| speclab chat((?: --[\w-]+(?: [\w.-]+)?)*)")
+        for where, text in (("speclab chat --help", help_text), ("README.md", readme)):
+            with self.subTest(where=where):
+                m = example.search(text)
+                self.assertIsNotNone(m, f"{where} has no piped chat example")
+                args = m.group(2).split()
+                if "smollm2" in args and smollm2_path() is None:
+                    self.skipTest("SmolLM2 is not cached (tools/fetch_model)")
+                stdin = m.group(1).replace("\\n", "\n").encode()
+                rc, out, err = speclab("chat", *args, "--max-new-tokens", "4", stdin=stdin)
+                self.assertEqual(rc, 0, f"{where}: {m.group(0)}\n{err}")
+                self.assertEqual(out.count("assistant> "), stdin.count(b"\n"), out)
+
     def test_a_turn_continues_the_conversation(self):
         # Turn 2's reply continues the whole conversation, so it differs from the reply the same
         # message gets as a first turn.

@@ -137,7 +137,8 @@ void add_chat(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "chat",
       "A multi-turn chat: one user message per line of standard input (works non-interactively, "
-      "e.g. printf 'q1\\nq2\\n' | speclab chat). The drafter's state persists across turns, and "
+      "e.g. printf 'q1\\nq2\\n' | speclab chat --model smollm2). The drafter's state persists "
+      "across turns, and "
       "per-turn stats on stderr show the turn-2 effect. A message whose turn would not fit the "
       "context is refused: at a terminal the chat goes on, with piped input it ends there");
   cmd->add_option("--system", o->system, "A system message that opens the conversation");
