@@ -278,7 +278,8 @@ def unique_names(paths):
     """A name per submission for its report folder and summary row: the folder or zip name
     (without .zip). Submissions that share a name are qualified by their parent folders, as many
     as it takes, joined by '-' (sec1/alice.zip, sec2/alice.zip: sec1-alice, sec2-alice). Only the
-    same path given twice is told apart by a number (alice, alice-2)."""
+    same path given twice is told apart by a number, after its whole path (/t/alice.zip twice:
+    t-alice, t-alice-2)."""
     parts = []
     for p in paths:
         comps = [c for c in os.path.abspath(p).split(os.sep) if c]
