@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 import unittest.mock as mock
 import xml.etree.ElementTree as ET
@@ -682,6 +683,144 @@ class GradeOneSubmission(unittest.TestCase):
         self.assertIn("HIDDEN TESTS DID NOT BUILD", reports.table(g))
 
 
+class TimedWorkspace:
+    """Stands in for workspace.Workspace in cli.grade (lab01 only, no hidden tests): each build
+    sleeps `seconds` (stopped at its timeout, as the real one is) and records the targets and the
+    lab file it built; `events` records the reference build, each build and the restore."""
+
+    hidden = None
+
+    def __init__(self, seconds):
+        self.seconds, self.files, self.events = seconds, {}, []
+
+    def __call__(self, repo, work, hidden=None, jobs=2, log=None):  # the Workspace constructor
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.events.append("restore")
+
+    def sync(self):
+        pass
+
+    def configure(self):
+        pass
+
+    def labs(self):
+        return {"lab01": LAB}
+
+    def build_reference(self, lab):
+        self.events.append("reference built")
+
+    def cases(self, lab, hidden=False):
+        names = read_points(LAB.points_path(os.path.join(REPO, "tests"))).values
+        return [] if hidden else [(n, "lab01 / A") for n in names]
+
+    def hidden_sources(self, lab):
+        return []
+
+    def targets(self, lab, impl):
+        return [f"{lab.name}_tests_{impl}"]
+
+    def place(self, rel, data):
+        self.files[rel] = data
+
+    def build_targets(self, targets, timeout):
+        time.sleep(min(self.seconds, timeout))
+        self.events.append((targets, self.files.get(EDITABLE)))
+        return (None, "stopped") if self.seconds > timeout else (True, "built")
+
+    def clean_build_output(self, text):
+        return text
+
+    def starter_dependencies(self, lab):
+        return []
+
+    def relative_paths(self, text):
+        return text
+
+    def exe(self, lab, impl, hidden=False):
+        return f"/fake/{lab.name}_{impl}"
+
+
+def passing_cases(exe, cases, points, lab, hidden, *args, **kw):
+    return [runner.TestResult(lab, n, s, hidden, points[n], points[n], "passed", "passed", "")
+            for n, s in cases]
+
+
+class BuildTimeoutCheck(TempDir):
+    """--build-timeout is checked against the reference solution before any submission is
+    graded, as --timeout is: the reference's file, built as a submission's is (the lab's file
+    recompiled, its tests relinked), must take at most half the limit. A limit too short for a
+    correct submission would otherwise score every submission 0 as compile_error."""
+
+    STUDENT = b"// alice's lab01\n"
+
+    def run_grade(self, seconds, *flags):
+        """cli.main on one lab01 submission with builds that take `seconds`: (exit status,
+        stderr, the workspace's events)."""
+        sub = os.path.dirname(os.path.dirname(os.path.dirname(
+            self.write(f"alice/{EDITABLE}", self.STUDENT))))
+        ws = TimedWorkspace(seconds)
+        err = io.StringIO()
+        with mock.patch.object(cli, "Workspace", ws), \
+                mock.patch.object(cli.runner, "run_cases", passing_cases), \
+                contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = cli.main([sub, "--lab", "lab01", "--work", os.path.join(self.tmp, "work"),
+                           "--out", os.path.join(self.tmp, "out"), *flags])
+        return rc, err.getvalue(), ws.events
+
+    def reference(self):
+        with open(os.path.join(REPO, "solutions", LAB.dir, "solution.cpp"), "rb") as f:
+            return f.read()
+
+    def test_a_build_timeout_too_short_for_the_reference_stops_grading_before_any_submission(self):
+        rc, err, events = self.run_grade(0.3, "--build-timeout", "0.5")
+        self.assertEqual(rc, 1, err)
+        # The reference's file was built as a submission's, and no student's file was built.
+        self.assertEqual(events, ["reference built", (["lab01_tests_starter"], self.reference()),
+                                  "restore"])
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "out")))
+        msg = " ".join(err.split())
+        self.assertIn("--build-timeout 0.5 s", msg)
+        self.assertRegex(msg, r"reference solution of lab01\b.* took 0\.[3-9] s")
+        self.assertIn("at least twice", msg)
+        self.assertIn("--no-reference-check", msg)
+
+    def test_a_reference_build_stopped_at_the_limit_stops_grading_too(self):
+        rc, err, events = self.run_grade(5, "--build-timeout", "0.2")
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(len([e for e in events if isinstance(e, tuple)]), 1, events)
+        msg = " ".join(err.split())
+        self.assertIn("--build-timeout 0.2 s", msg)
+        self.assertIn("did not finish within", msg)
+
+    def test_a_build_timeout_with_room_to_spare_grades_the_submission(self):
+        rc, err, events = self.run_grade(0.1, "--build-timeout", "5")
+        self.assertEqual(rc, 0, err)
+        builds = [e for e in events if isinstance(e, tuple)]
+        self.assertEqual(builds, [(["lab01_tests_starter"], self.reference()),
+                                  (["lab01_tests_starter"], self.STUDENT)])
+        self.assertRegex(err, r"lab01 reference builds as a submission in 0\.\d s "
+                              r"\(--build-timeout 5 s\)")
+        self.assertTrue(os.path.exists(os.path.join(self.tmp, "out", "grade.json")))
+
+    def test_no_reference_check_skips_it(self):
+        rc, err, events = self.run_grade(0.3, "--build-timeout", "0.5", "--no-reference-check")
+        self.assertEqual(rc, 0, err)
+        builds = [e for e in events if isinstance(e, tuple)]
+        self.assertEqual(builds, [(["lab01_tests_starter"], self.STUDENT)])
+
+    def test_the_help_says_so(self):
+        text = " ".join(cli.parser().format_help().split())
+        self.assertIn("the reference solution is built in a submission's place, and grading "
+                      "stops unless that took at most half of S", text)
+        self.assertIn("--no-reference-check skip checking the limits against the reference "
+                      "solution", text)
+
+
 class Summary(TempDir):
     def test_names_are_the_base_names_and_clashes_are_qualified_by_their_folders(self):
         self.assertEqual(cli.unique_names(["subs/alice.zip", "subs/bob/", "carol.ZIP"]),
@@ -1076,6 +1215,28 @@ class GradeRefusals(TempDir):
         self.assertIn("gives no points to 1 lab01 hidden test case", p.stderr)
         self.assertIn("hidden: a trigram in a long periodic context", p.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "o")))
+
+    @unittest.skipUnless(os.environ.get("SPECLAB_GRADE_WORK"), "needs SPECLAB_GRADE_WORK")
+    def test_a_build_timeout_too_short_for_the_reference_stops_grading_and_the_build_stays_sound(
+            self):
+        # The check builds the reference's file in the student's place, and here it is stopped
+        # half-way: the next run must still build and grade a correct file in full.
+        work = os.environ["SPECLAB_GRADE_WORK"]
+        with open(os.path.join(REPO, "solutions", LAB.dir, "solution.cpp"), "rb") as f:
+            sub = os.path.dirname(os.path.dirname(os.path.dirname(
+                self.write(f"sub/{EDITABLE}", f.read()))))
+        out = os.path.join(self.tmp, "o")
+        p = grade(sub, "--lab", "lab01", "--work", work, "--build-timeout", "0.05", "--out", out)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("--build-timeout 0.05 s is too short for lab01", " ".join(p.stderr.split()))
+        self.assertFalse(os.path.exists(out))
+        p = grade(sub, "--lab", "lab01", "--work", work, "--out", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stderr, r"lab01 reference builds as a submission in [\d.]+ s "
+                                   r"\(--build-timeout 300 s\)")
+        with open(os.path.join(out, "grade.json"), encoding="utf-8") as f:
+            g = json.load(f)
+        self.assertEqual(g["score"], g["max_score"])
 
 
 if __name__ == "__main__":

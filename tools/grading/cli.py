@@ -24,8 +24,9 @@ NAME is the folder or zip name; submissions that share one are qualified by thei
 
 Exit status: 0 when every submission was graded, whatever the scores; 1 when grading could not
 run (the reason is printed: a points file that misses a case, a reference solution that fails,
-an unreadable submission, ...); 2 for a usage error (an unknown flag, no SUBMISSION, a --timeout,
---build-timeout or --jobs that is not > 0, a --mem-mb that is neither 0 nor at least 64).
+a --build-timeout too short for the reference's build, an unreadable submission, ...); 2 for a
+usage error (an unknown flag, no SUBMISSION, a --timeout, --build-timeout or --jobs that is not
+> 0, a --mem-mb that is neither 0 nor at least 64).
 """
 import argparse
 import csv
@@ -115,9 +116,58 @@ def check_hidden_folders(hidden, declared):
                            "remove them")
 
 
+# --build-timeout must be at least this many times the reference's build as a submission. That
+# build is timed once, a student's correct file may hold more code than the reference's, and the
+# same build on a shared machine can take twice as long from one run to the next.
+BUILD_TIMEOUT_MARGIN = 2
+
+
+def check_build_timeout(ws, lab, limit):
+    """Builds the lab as grade_submission builds a submission's, with the reference solution as
+    the submission's file: written over the lab's editable file in WORK/src (put back when grading
+    ends, as a submission's is), so only it recompiles and the lab's test executables relink, each
+    build under `limit`. Returns the seconds the longer build took. Raises GradingError when a
+    build runs past the limit, takes more than 1 / BUILD_TIMEOUT_MARGIN of it, or fails."""
+    rel = lab.editable[0]
+    with open(os.path.join(REPO, lab.reference), "rb") as f:
+        ws.place(rel, f.read())
+    public, *hidden = ws.targets(lab, "starter")
+    took = 0.0
+    limit_text = (f"--build-timeout {reports.num(limit)} s is too short for {lab.name} on this "
+                  "machine")
+    advice = ("Give a longer --build-timeout (the default is 300 s) or grade on a less busy "
+              "machine; --no-reference-check skips this check.")
+    for targets in ([public], hidden):
+        if not targets:
+            continue
+        t = time.monotonic()
+        ok, out = ws.build_targets(targets, limit)
+        took = max(took, time.monotonic() - t)
+        if ok is None:
+            raise GradingError(
+                f"{limit_text}: the reference solution of {lab.name}, built in place of a "
+                "submission's file, did not finish within it and was stopped, so every "
+                f"submission would score 0 as compile_error. {advice}")
+        if not ok:
+            raise GradingError(
+                f"the reference solution of {lab.name} ({lab.reference}) does not build in place "
+                f"of {rel}, as a submission's file, so --build-timeout cannot be checked against "
+                f"it:\n{ws.clean_build_output(out)[-8000:]}")
+    if took * BUILD_TIMEOUT_MARGIN > limit:
+        raise GradingError(
+            f"{limit_text}: built in place of a submission's file (that file recompiled, the "
+            f"lab's tests relinked), the reference solution of {lab.name} took {took:.1f} s, and "
+            f"the limit must be at least twice that ({math.ceil(took * BUILD_TIMEOUT_MARGIN)} s): "
+            "a correct submission may take longer to compile than the reference, and a busy "
+            f"machine builds slower. {advice}")
+    return took
+
+
 def prepare_lab(ws, lab, args):
     """Builds the lab's reference, reads and checks its points, and (unless
-    --no-reference-check) checks that the reference passes every case. Raises GradingError."""
+    --no-reference-check) checks the limits against the reference: that its file, built as a
+    submission's, takes at most half of --build-timeout, and that it passes every case within
+    the case timeout. Raises GradingError."""
     ws.build_reference(lab)
     cases = ws.cases(lab)
     points = load_points(lab.points_path(os.path.join(REPO, "tests")), [n for n, _ in cases],
@@ -128,6 +178,9 @@ def prepare_lab(ws, lab, args):
     setup = LabSetup(lab, cases, points.values, hidden_cases,
                      hidden_points.values if hidden_points else {}, timeout, mem_mb)
     if not args.no_reference_check:
+        took = check_build_timeout(ws, lab, args.build_timeout)
+        log(f"grade: {lab.name} reference builds as a submission in {took:.1f} s "
+            f"(--build-timeout {reports.num(args.build_timeout)} s)")
         t = time.monotonic()
         bad = []
         for hidden, group, pts in ((False, cases, setup.points),
@@ -504,13 +557,17 @@ def parser():
     p.add_argument("--build-timeout", type=_number(float, 0, True), default=300, metavar="S",
                    help="seconds a submission's lab may take to compile (default 300); a "
                         "build past it is stopped and scores 0 as a compile_error, flagged "
-                        "in summary.csv's check column")
+                        "in summary.csv's check column. Before grading, the reference "
+                        "solution is built in a submission's place, and grading stops "
+                        "unless that took at most half of S")
     p.add_argument("-j", "--jobs", type=_number(int, 0, True), default=available_cpus(),
                    help="parallel compile jobs and test cases (default: the CPUs it may use, "
                         "within a container's CPU quota)")
     p.add_argument("--brief", action="store_true", help="one line per lab, no per-test table")
     p.add_argument("--no-reference-check", action="store_true",
-                   help="skip checking that the reference solution passes every case")
+                   help="skip checking the limits against the reference solution: that it "
+                        "passes every case within the case timeout, and that its build in a "
+                        "submission's place takes at most half of --build-timeout")
     p.add_argument("--check-points", action="store_true",
                    help="only check that every case of every built lab has points and print "
                         "each lab's total, then exit; with --hidden, the hidden cases too "

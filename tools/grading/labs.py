@@ -23,6 +23,12 @@ def editable_files(lab_dir):
     return [f"labs/{lab_dir}/starter.cpp"]
 
 
+def reference_file(lab_dir):
+    """The reference solution of the lab's editable file, relative to the repository root: a
+    correct submission's file, against which the grader checks its limits."""
+    return f"solutions/{lab_dir}/solution.cpp"
+
+
 def lab_headers(repo, lab_dir):
     """The headers of labs/<lab_dir>/, relative to the repository root: the student's file is
     compiled against the grading repository's copies, whatever the student's say."""
@@ -40,6 +46,10 @@ class Lab:
     @property
     def editable(self):
         return editable_files(self.dir)
+
+    @property
+    def reference(self):
+        return reference_file(self.dir)
 
     @property
     def title(self):
