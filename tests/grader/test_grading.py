@@ -201,6 +201,22 @@ class Submissions(TempDir):
                          ["/r/labs/lab01/starter.cpp", "/r/labs/lab01/prompt_lookup.h",
                           "/r/odd name.h", "/usr/include/c++/12/vector"])
 
+    def test_a_build_stopped_at_its_timeout_leaves_the_placed_files_newer_than_its_output(self):
+        # The stopped build's compiler is killed, and may leave a half-written object file newer
+        # than the student's file. The same file placed again is not rewritten (its mtime is what
+        # make compares), so without a fresh mtime the next build would link that object.
+        ws = workspace.Workspace(REPO, self.tmp)
+        ws.place(EDITABLE, b"int x;\n")
+        placed = os.path.join(ws.src, EDITABLE)
+        now = time.time()
+        os.utime(placed, (now - 100, now - 100))
+        half_written = self.write("build/starter.cpp.o")
+        os.utime(half_written, (now - 50, now - 50))
+        with mock.patch.object(ws, "_cmake", return_value=(None, "stopped")):
+            self.assertEqual(ws.build_targets(["lab01_tests_starter"], 1)[0], None)
+        ws.place(EDITABLE, b"int x;\n")  # the same file again: not rewritten
+        self.assertGreater(os.path.getmtime(placed), os.path.getmtime(half_written))
+
     def test_includes_outside_the_lab_folder_are_flagged(self):
         src = (b'#include "prompt_lookup.h"\n#include <vector>\n'
                b'#include "../../solutions/lab01_prompt_lookup/solution.cpp"\n'

@@ -189,9 +189,16 @@ class Workspace:
 
     def build_targets(self, targets, timeout):
         """Builds targets; returns (ok, output). ok is True when they built, False when the build
-        failed, and None when it ran past timeout seconds and was stopped."""
+        failed, and None when it ran past timeout seconds and was stopped. A stopped build's
+        compilers are killed and may leave half-written objects; the placed files then get a
+        fresh mtime, so the next build compiles them again even when the same file is placed."""
         rc, out = self._cmake(["--build", self.build, "-j", str(self.jobs), "--target"] + targets,
                               timeout)
+        if rc is None:
+            for rel in self._placed:
+                path = os.path.join(self.src, rel)
+                if os.path.exists(path):
+                    os.utime(path)
         return (None if rc is None else rc == 0), out
 
     def hidden_sources(self, lab):
