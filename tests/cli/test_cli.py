@@ -141,6 +141,7 @@ class BadInput(unittest.TestCase):
             self.assert_refused(["bench", "--model", "toy", "--repeats", "1", "--csv", "",
                                  "--json", "", flag, value, "--no-progress"],
                                 flag, f"an empty item in '{value}'")
+        self.assert_refused(["bench", "--model", "toy", "--drafter", ""], "--drafter: is empty")
         # A list's items are still checked one by one, and the usual forms still work.
         self.assert_refused(["bench", "--model", "toy", "--k", "5,x"], "--k",
                             "expected a whole number (drafts per round), got 'x'")

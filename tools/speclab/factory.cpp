@@ -96,10 +96,11 @@ std::vector<std::string> split_items(const std::string& raw) {
 CLI::Validator list_of(const CLI::Validator& item) {
   return CLI::Validator(
       [item](std::string& raw) -> std::string {
+        if (raw.empty()) return "is empty: give one value, or several separated by commas";
         for (std::string& value : split_items(raw)) {
           if (value.empty()) {
             return "an empty item in '" + raw +
-                   "': give the values separated by single commas, as in 5,6";
+                   "': separate the values by single commas, with none at either end";
           }
           std::string error = item(value);
           if (!error.empty()) return error;
