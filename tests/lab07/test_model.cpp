@@ -160,7 +160,8 @@ TEST_SUITE("lab07 / Choosing your drafter") {
   // seconds, so it does not depend on the machine's speed or load.
   // (64 tokens, not more: a mutant that drafts nothing must still finish within the mutant
   // runner's 10 s on a loaded two-core machine.)
-  constexpr const char* kSolutionAL = "2.91 with the AVX-512 kernels, 3.47 with the AVX2 ones";
+  // A std::string: doctest prints a `const char*` as an address.
+  const std::string kSolutionAL = "2.91 with the AVX-512 kernels, 3.47 with the AVX2 ones";
   constexpr double kFloorAL = 2.2;
   TEST_CASE("real model: your drafter reaches the acceptance-length floor on code_edit") {
     RealModel& m = real_model();
