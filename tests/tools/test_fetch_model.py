@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""tools/fetch_model with SPECLAB_MODEL set (standard library only, no network).
+
+A file named by SPECLAB_MODEL is used as it is, but one that is not the pinned SmolLM2 file is
+said to be so (its docstring once promised a checksum check there that the code never made);
+a SPECLAB_MODEL that does not exist fails with the hand-provision instructions.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+FETCH = Path(__file__).resolve().parents[2] / "tools" / "fetch_model"
+
+
+def fetch(env_extra):
+    env = dict(os.environ)
+    env.update(env_extra)
+    p = subprocess.run([sys.executable, str(FETCH)], capture_output=True, text=True, env=env,
+                       timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+class SpeclabModel(unittest.TestCase):
+    def test_a_file_that_is_not_the_pinned_model_is_used_with_a_warning(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            other = os.path.join(tmp, "other.gguf")
+            with open(other, "wb") as f:
+                f.write(b"GGUF not the pinned file")
+            rc, out, err = fetch({"SPECLAB_MODEL": other})
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(out.strip(), other)
+            self.assertIn(f"warning: SPECLAB_MODEL={other} is not the pinned SmolLM2 file", err)
+            self.assertIn("expected b179c9523d0e6a0f", err)
+
+    def test_a_missing_file_fails_and_says_how_to_provide_it(self):
+        rc, out, err = fetch({"SPECLAB_MODEL": "/nonexistent/SmolLM2.gguf"})
+        self.assertEqual(rc, 1)
+        self.assertEqual(out, "")
+        self.assertIn("SPECLAB_MODEL=/nonexistent/SmolLM2.gguf does not exist", err)
+        self.assertIn("To provide the model by hand", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
