@@ -182,6 +182,23 @@ class BadInput(unittest.TestCase):
             self.assert_refused(["generate", "--model", str(path), "--prompt", "hi"],
                                 "not a usable GGUF model")
 
+    def test_a_damaged_cached_smollm2_says_how_to_get_a_good_copy(self):
+        # --model smollm2 trusts the cached download; when it does not load, the message names
+        # tools/fetch_model, which checks the file and fetches it again. A path is the user's own
+        # file: no such advice.
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "SmolLM2-135M-Instruct.Q4_1.gguf").write_bytes(b"GGUF\x03\x00\x00\x00")
+            env = {"SPECLAB_CACHE": tmp, "SPECLAB_MODEL": ""}
+            for cmd in (["generate", "--prompt", "hi"], ["bench", "--batch", "1"]):
+                rc, _, err = speclab(*cmd, "--model", "smollm2", env=env)
+                self.assertEqual(rc, 2, err)
+                self.assertIn("not a usable GGUF model", err)
+                self.assertIn("the cached download is damaged: tools/fetch_model", err)
+            rc, _, err = speclab("generate", "--prompt", "hi", "--model",
+                                 str(Path(tmp) / "SmolLM2-135M-Instruct.Q4_1.gguf"))
+            self.assertEqual(rc, 2, err)
+            self.assertNotIn("tools/fetch_model", err)
+
     def test_prompt_with_invalid_utf8(self):
         self.assert_refused(["generate", "--model", "toy", "--prompt", b"1 2 \xff 3"],
                             "the prompt is not valid UTF-8 (byte 4: 0xFF)")

@@ -215,6 +215,27 @@ Model load_toy(const TargetOptions& o) {
   return m;
 }
 
+// --model smollm2 loads the cached download without checking it (tools/fetch_model checks it when
+// it fetches). The pinned file always loads, so when the cached one does not, it is damaged: say
+// how to get a good copy. Empty for a path, or a SPECLAB_MODEL file (the user's own).
+std::string damaged_download_hint(const std::string& model) {
+  const char* explicit_path = std::getenv("SPECLAB_MODEL");
+  if (model != "smollm2" || (explicit_path != nullptr && explicit_path[0] != '\0')) return {};
+  return "\n  (the cached download is damaged: tools/fetch_model checks it and fetches it again)";
+}
+
+// The errors for a --model file that does not load: not a GGUF file SpecLab can parse, or a
+// GGUF file of a model it cannot run.
+UsageError unusable_gguf(const std::string& model, const std::string& path, const GgufError& e) {
+  return UsageError("--model: '" + path + "' is not a usable GGUF model (truncated or corrupt?): " +
+                    e.what() + damaged_download_hint(model));
+}
+UsageError unrunnable_model(const std::string& model, const std::string& path,
+                            const ModelError& e) {
+  return UsageError("--model: '" + path + "' is not a model SpecLab can run: " + e.what() +
+                    damaged_download_hint(model));
+}
+
 // The model file for --model: "smollm2" resolves to the cached download, anything else is a path.
 std::string resolve_model_path(const std::string& model) {
   if (model == "smollm2") {
@@ -261,8 +282,7 @@ Model load_gguf_model(const TargetOptions& o) {
   } catch (const UsageError&) {
     throw;
   } catch (const GgufError& e) {
-    throw UsageError("--model: '" + path +
-                     "' is not a usable GGUF model (truncated or corrupt?): " + e.what());
+    throw unusable_gguf(o.model, path, e);
   } catch (const std::runtime_error& e) {
     throw UsageError("--model: cannot read '" + path + "': " + e.what());
   }
@@ -281,10 +301,9 @@ Model load_gguf_model(const TargetOptions& o) {
       m.target = CpuLlama::open(path, co);
     }
   } catch (const GgufError& e) {
-    throw UsageError("--model: '" + path +
-                     "' is not a usable GGUF model (truncated or corrupt?): " + e.what());
+    throw unusable_gguf(o.model, path, e);
   } catch (const ModelError& e) {
-    throw UsageError("--model: '" + path + "' is not a model SpecLab can run: " + e.what());
+    throw unrunnable_model(o.model, path, e);
   }
   m.codec = std::move(codec);
   m.description = m.target->name();  // names the backend and, on the CPU, the threads
@@ -367,10 +386,9 @@ std::unique_ptr<BatchTarget> load_batch_model(const TargetOptions& o) {
   } catch (const UsageError&) {
     throw;
   } catch (const GgufError& e) {
-    throw UsageError("--model: '" + path +
-                     "' is not a usable GGUF model (truncated or corrupt?): " + e.what());
+    throw unusable_gguf(o.model, path, e);
   } catch (const ModelError& e) {
-    throw UsageError("--model: '" + path + "' is not a model SpecLab can run: " + e.what());
+    throw unrunnable_model(o.model, path, e);
   }
 }
 
