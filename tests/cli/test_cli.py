@@ -791,6 +791,38 @@ def smollm2_path():
     return path if os.path.isfile(path) else None
 
 
+class CostCurveTool(unittest.TestCase):
+    """speclab_bench_cost_curve (lab 06's cost curves), beside speclab in build/bin."""
+    TOOL = str(Path(SPECLAB).resolve().parent / "speclab_bench_cost_curve")
+    TOY = ["--target", "toy", "--clock", "simulated", "--max-k", "2", "--reps", "1",
+           "--warmup", "0"]
+
+    def run_tool(self, *args):
+        p = subprocess.run([self.TOOL, *self.TOY, *args], capture_output=True, text=True,
+                           timeout=60)
+        return p.returncode, p.stdout, p.stderr
+
+    def test_a_batch_list_gives_one_row_per_batch_size_and_k(self):
+        rc, out, err = self.run_tool("--batch", "1,4")
+        self.assertEqual(rc, 0, err)
+        rows = [line for line in out.splitlines() if line and not line.startswith("#")]
+        self.assertEqual(rows[0], "b,k,seconds")
+        self.assertEqual([r.split(",")[:2] for r in rows[1:]],
+                         [[b, k] for b in ("1", "4") for k in ("0", "1", "2")])
+
+    def test_a_batch_list_with_an_empty_item_is_refused(self):
+        # CLI11's own splitting dropped the empty item: '1,,4' measured batches 1 and 4.
+        for value in ("1,,4", "1,", ","):
+            rc, out, err = self.run_tool("--batch", value)
+            self.assertNotEqual(rc, 0, value)
+            self.assertIn("--batch", err)
+            self.assertIn(f"an empty item in '{value}'", err)
+            self.assertEqual(out, "", value)
+        rc, _, err = self.run_tool("--batch", "1,x")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("expected a whole number (batch size), got 'x'", err)
+
+
 class Library(unittest.TestCase):
     """README's "The engine from your own program": its program, built by its command line
     against this build tree, and run on SmolLM2 when it is cached."""

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "flags.h"
 #include "mini_engine/core/clock.h"
 #include "mini_engine/spec/cost_curve.h"
 #include "mini_engine/targets/cpu_llama_batch.h"
@@ -73,7 +74,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"wall", "cpu", "simulated"}));
   app.add_option("--model", model_path, "cpullama: the GGUF file (default: the fetched SmolLM2)");
   app.add_option("--threads", threads, "cpullama: worker threads")->check(CLI::PositiveNumber);
-  app.add_option("--batch", batch_sizes, "batch sizes b, increasing")->delimiter(',');
+  speclab::cli::add_list_flag(app, "--batch", batch_sizes, "batch sizes b, increasing",
+                              speclab::cli::int_in(1, 1 << 16, "batch size"));
   app.add_option("--max-k", max_k, "largest draft length k (0..max_k are measured)")
       ->check(CLI::Range(0, 64));
   app.add_option("--context", opt.context, "tokens each sequence holds before the timed calls")

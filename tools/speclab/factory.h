@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "flags.h"
 #include "mini_engine/core/batch_target.h"
 #include "mini_engine/core/target.h"
 #include "mini_engine/spec/drafter.h"
@@ -24,27 +25,6 @@ namespace speclab::cli {
 
 // "solution" or "starter": which lab implementations this binary was linked with.
 const char* lab_impl();
-
-// A CLI11 check for an integer flag in [lo, hi] whose message says what the flag means:
-// "--k: must be between 1 and 64 (drafts per round), got 0".
-CLI::Validator int_in(long long lo, long long hi, const std::string& what);
-// The same for a real number in [lo, hi] (NaN is refused).
-CLI::Validator real_in(double lo, double hi, const std::string& what);
-
-// Adds --seed to `cmd` (every subcommand's --seed is made here), with `help`. It takes a decimal
-// whole number in [0, 2^64-1] and refuses anything else, naming the range: CLI11's own
-// conversion would wrap -1 to 2^64-1 and clamp 2^64 to 2^64-1 without a word.
-CLI::Option* add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string& help);
-
-// Adds a list flag to `cmd`: `--k 5,6,8` (or `--k 5 --k 6,8`) replaces `values` with the items in
-// order; `values` must outlive the parse, and keeps its contents when the flag is absent. Each
-// item must pass `item` (an int_in check names the flag as for one value). An empty item, as in
-// '5,,6', '5,' or ',', is refused by name: CLI11's own splitting (->delimiter) drops empty items
-// without a word. --help shows `values`' contents as the default when it has any.
-CLI::Option* add_list_flag(CLI::App& cmd, const std::string& name, std::vector<int>& values,
-                           const std::string& help, const CLI::Validator& item);
-CLI::Option* add_list_flag(CLI::App& cmd, const std::string& name, std::vector<std::string>& values,
-                           const std::string& help);
 
 // ---- targets ----
 
