@@ -133,11 +133,14 @@ def run_benches(speclab, runs, data, threads, lab_impl, device="cpu"):
         (data / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
 
-def main(doc, *, chapter, data, prefix, renderers, runs, threads, threads_help, devices=None):
+def main(doc, *, chapter, data, prefix, renderers, runs, threads, threads_help, devices=None,
+         sets=None):
     """The study's command line: `run` (bench, save, render), `render` and `check`. `devices`
     maps another --device of `run` (e.g. "cuda") to its own (data folder, runs); the default
-    device, cpu, uses `data` and `runs`."""
+    device, cpu, uses `data` and `runs`. `sets` maps a name for `run --set` to another (data
+    folder, runs) measured on the CPU, e.g. the same bench on a second kind of CPU."""
     devices = {"cpu": (data, runs), **(devices or {})}
+    sets = sets or {}
     tool = f"tools/{Path(sys.argv[0]).name}"
 
     def rendered():
@@ -153,8 +156,10 @@ def main(doc, *, chapter, data, prefix, renderers, runs, threads, threads_help, 
                                f"`{tool} render` (or `run` to measure again)")
 
     def run(a):
-        device_data, device_runs = devices[a.device]
-        run_benches(a.bin, device_runs, device_data, a.threads, a.lab_impl, a.device)
+        if a.set and a.device != "cpu":
+            p.error("--set measures on the CPU: give it without --device")
+        set_data, set_runs = sets[a.set] if a.set else devices[a.device]
+        run_benches(a.bin, set_runs, set_data, a.threads, a.lab_impl, a.device)
         return render(a)
 
     p = argparse.ArgumentParser(prog=tool, description=doc,
@@ -166,6 +171,12 @@ def main(doc, *, chapter, data, prefix, renderers, runs, threads, threads_help, 
     r.add_argument("--lab-impl", default="", help="solution (default) or starter")
     r.add_argument("--device", default="cpu", choices=sorted(devices),
                    help="where the model runs (default cpu); each device has its own data")
+    if sets:
+        r.add_argument("--set", default="", choices=sorted(sets),
+                       help="measure this set instead of the main tables (on the CPU; each set "
+                            "has its own data)")
+    else:
+        r.set_defaults(set="")
     r.set_defaults(fn=run)
     sub.add_parser("render", help="rewrite the tables from the saved CSVs").set_defaults(fn=render)
     sub.add_parser("check", help="exit 1 if the tables differ from the saved CSVs").set_defaults(
