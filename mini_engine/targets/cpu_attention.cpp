@@ -4,9 +4,14 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define SPECLAB_ATTEND_NEON 1
+#endif
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 #include "mini_engine/model/quant.h"
@@ -56,6 +61,10 @@ void to_fp16(const float* x, int n, std::uint16_t* out) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
                      _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
   }
+#elif defined(SPECLAB_ATTEND_NEON)
+  for (; i + 4 <= n; i += 4) {
+    vst1_u16(out + i, vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(x + i))));  // nearest even
+  }
 #endif
   for (; i < n; ++i) out[i] = fp32_to_fp16(x[i]);
 }
@@ -68,6 +77,8 @@ void round_fp16_inplace(float* x, int n) {
     const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
     _mm256_storeu_ps(x + i, _mm256_cvtph_ps(h));
   }
+#elif defined(SPECLAB_ATTEND_NEON)
+  for (; i + 4 <= n; i += 4) vst1q_f32(x + i, vcvt_f32_f16(vcvt_f16_f32(vld1q_f32(x + i))));
 #endif
   for (; i < n; ++i) x[i] = round_to_fp16(x[i]);
 }
@@ -132,19 +143,24 @@ static int longest_len(const AttentionQuery* queries, int nq) {
   return longest;
 }
 
+// Query a's scores over its len keys into pq, one operation at a time.
+static void scores_scalar(const std::uint16_t* keys, int hd, const AttentionQuery& a, float* pq) {
+  for (int j = 0; j < a.len; ++j) {
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int i = 0; i < hd; ++i) {
+      s[i % 4] = std::fma(a.q16[i], fp16_to_fp32(keys[key_index(j, i, hd)]), s[i % 4]);
+    }
+    pq[j] = (s[0] + s[1]) + (s[2] + s[3]);
+  }
+}
+
 void attend_fp16_scalar(const std::uint16_t* keys, const std::uint16_t* v, int hd, float scale,
                         const AttentionQuery* queries, int nq, float* p) {
   const size_t stride = static_cast<size_t>(key_slots(longest_len(queries, nq)));
   for (int q = 0; q < nq; ++q) {
     const AttentionQuery& a = queries[q];
     float* pq = p + static_cast<size_t>(q) * stride;
-    for (int j = 0; j < a.len; ++j) {
-      float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      for (int i = 0; i < hd; ++i) {
-        s[i % 4] = std::fma(a.q16[i], fp16_to_fp32(keys[key_index(j, i, hd)]), s[i % 4]);
-      }
-      pq[j] = (s[0] + s[1]) + (s[2] + s[3]);
-    }
+    scores_scalar(keys, hd, a, pq);
     softmax_fp16(pq, a.len, scale);
     for (int i = 0; i < hd; ++i) {
       float acc = 0.0f;
@@ -162,6 +178,8 @@ namespace {
 // Up to 6 queries at a time: 6 x 4 score accumulators, or 6 x 4 output accumulators plus 4
 // value vectors, stay inside the 32 vector registers.
 constexpr int kQueryTile = 6;
+// The head sizes this path takes (the others go to the scalar one).
+bool vector_head(int hd) { return hd % 64 == 0; }
 
 // Scores of queries[0..QB) against keys [0, longest) (16 at a time, every lane a key) into
 // their rows of p. Lanes past a query's len are stored too (its row has room) and ignored.
@@ -238,6 +256,7 @@ namespace {
 // The same arithmetic with 8-lane vectors (16 registers): up to 3 queries at a time, so that
 // 3 x 4 score accumulators, or 3 x M output accumulators and a value vector, fit.
 constexpr int kQueryTile = 3;
+bool vector_head(int hd) { return hd % 16 == 0; }
 
 // Scores of queries[0..QB) against keys [0, longest), 8 at a time (half a key block, every lane
 // a key), into their rows of p. Lanes past a query's len are stored too and ignored.
@@ -313,43 +332,146 @@ void attend_tile(const std::uint16_t* keys, const std::uint16_t* v, int hd, floa
 }
 
 }  // namespace
+#elif defined(SPECLAB_ATTEND_NEON)
+namespace {
+
+// The same arithmetic with 4-lane vectors (32 registers): up to 6 queries at a time, so that
+// 6 x 4 score accumulators, or 6 x 4 output accumulators and 4 value vectors, fit.
+constexpr int kQueryTile = 6;
+bool vector_head(int hd) { return hd % 16 == 0; }
+
+inline float32x4_t widen4(const std::uint16_t* h) {
+  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h)));
+}
+
+// Scores of queries[0..QB) against keys [0, longest), 4 at a time (a quarter of a key block,
+// every lane a key), into their rows of p. Lanes past a query's len are stored too and ignored.
+// Requires hd % 4 == 0 (the four chains).
+template <int QB>
+void scores_tile(const std::uint16_t* keys, int hd, const AttentionQuery* queries, float* p,
+                 size_t stride) {
+  const int longest = longest_len(queries, QB);
+  for (int j0 = 0; j0 < longest; j0 += 4) {
+    const std::uint16_t* kb = keys + key_index(j0, 0, hd);
+    float32x4_t a[QB][4];
+    for (int q = 0; q < QB; ++q) {
+      for (int u = 0; u < 4; ++u) a[q][u] = vdupq_n_f32(0.0f);
+    }
+    for (int i = 0; i < hd; i += 4) {
+#pragma GCC unroll 4
+      for (int u = 0; u < 4; ++u) {
+        const float32x4_t k = widen4(kb + (i + u) * kKeyBlock);
+        for (int q = 0; q < QB; ++q) {
+          a[q][u] = vfmaq_f32(a[q][u], vdupq_n_f32(queries[q].q16[i + u]), k);
+        }
+      }
+    }
+    for (int q = 0; q < QB; ++q) {
+      if (j0 >= queries[q].len) continue;
+      vst1q_f32(p + q * stride + j0,
+                vaddq_f32(vaddq_f32(a[q][0], a[q][1]), vaddq_f32(a[q][2], a[q][3])));
+    }
+  }
+}
+
+// out = V^T p for queries[0..QB), 16 dimensions at a time: each value vector is widened once and
+// used by every query whose len reaches it (the others' sums are left untouched, not added a
+// zero, which could turn a -0 into +0). Requires hd % 16 == 0.
+template <int QB>
+void weighted_sum_tile(const std::uint16_t* v, int hd, const AttentionQuery* queries,
+                       const float* p, size_t stride) {
+  const int longest = longest_len(queries, QB);
+  for (int i0 = 0; i0 < hd; i0 += 16) {
+    float32x4_t acc[QB][4];
+    for (int q = 0; q < QB; ++q) {
+      for (int m = 0; m < 4; ++m) acc[q][m] = vdupq_n_f32(0.0f);
+    }
+    for (int j = 0; j < longest; ++j) {
+      const std::uint16_t* vj = v + static_cast<size_t>(j) * hd + i0;
+      float32x4_t row[4];
+      for (int m = 0; m < 4; ++m) row[m] = widen4(vj + 4 * m);
+      for (int q = 0; q < QB; ++q) {
+        if (j >= queries[q].len) continue;
+        const float32x4_t pj = vdupq_n_f32(p[q * stride + j]);
+        for (int m = 0; m < 4; ++m) acc[q][m] = vfmaq_f32(acc[q][m], pj, row[m]);
+      }
+    }
+    for (int q = 0; q < QB; ++q) {
+      for (int m = 0; m < 4; ++m) vst1q_f32(queries[q].out + i0 + 4 * m, acc[q][m]);
+    }
+  }
+}
+
+template <int QB>
+void attend_tile(const std::uint16_t* keys, const std::uint16_t* v, int hd, float scale,
+                 const AttentionQuery* queries, float* p, size_t stride) {
+  scores_tile<QB>(keys, hd, queries, p, stride);
+  for (int q = 0; q < QB; ++q) softmax_fp16(p + q * stride, queries[q].len, scale);
+  weighted_sum_tile<QB>(v, hd, queries, p, stride);
+}
+
+}  // namespace
+#endif
+
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)) || \
+    defined(SPECLAB_ATTEND_NEON)
+#define SPECLAB_ATTEND_VECTOR 1
+namespace {
+// Calls f(std::integral_constant<int, n>{}, q0) for each tile [q0, q0 + n) of the nq queries,
+// n <= kQueryTile: the tile width becomes a template argument of the vector code.
+template <class F>
+void for_each_tile(int nq, F&& f) {
+  for (int q0 = 0; q0 < nq; q0 += kQueryTile) {
+    switch (std::min(kQueryTile, nq - q0)) {
+      case 1: f(std::integral_constant<int, 1>{}, q0); break;
+      case 2: f(std::integral_constant<int, 2>{}, q0); break;
+      case 3: f(std::integral_constant<int, 3>{}, q0); break;
+      default:
+        if constexpr (kQueryTile == 6) {
+          switch (nq - q0) {
+            case 4: f(std::integral_constant<int, 4>{}, q0); break;
+            case 5: f(std::integral_constant<int, 5>{}, q0); break;
+            default: f(std::integral_constant<int, 6>{}, q0); break;
+          }
+        }
+    }
+  }
+}
+}  // namespace
 #endif
 
 void attend_fp16(const std::uint16_t* keys, const std::uint16_t* v, int hd, float scale,
                  const AttentionQuery* queries, int nq, float* p) {
-#if defined(__AVX512F__)
-  if (hd % 64 == 0) {
+#if defined(SPECLAB_ATTEND_VECTOR)
+  if (vector_head(hd)) {
     const size_t stride = static_cast<size_t>(key_slots(longest_len(queries, nq)));
-    for (int q0 = 0; q0 < nq; q0 += kQueryTile) {
-      const AttentionQuery* qs = queries + q0;
-      float* pt = p + static_cast<size_t>(q0) * stride;
-      switch (std::min(kQueryTile, nq - q0)) {
-        case 1: attend_tile<1>(keys, v, hd, scale, qs, pt, stride); break;
-        case 2: attend_tile<2>(keys, v, hd, scale, qs, pt, stride); break;
-        case 3: attend_tile<3>(keys, v, hd, scale, qs, pt, stride); break;
-        case 4: attend_tile<4>(keys, v, hd, scale, qs, pt, stride); break;
-        case 5: attend_tile<5>(keys, v, hd, scale, qs, pt, stride); break;
-        default: attend_tile<6>(keys, v, hd, scale, qs, pt, stride); break;
-      }
-    }
-    return;
-  }
-#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-  if (hd % 16 == 0) {
-    const size_t stride = static_cast<size_t>(key_slots(longest_len(queries, nq)));
-    for (int q0 = 0; q0 < nq; q0 += kQueryTile) {
-      const AttentionQuery* qs = queries + q0;
-      float* pt = p + static_cast<size_t>(q0) * stride;
-      switch (std::min(kQueryTile, nq - q0)) {
-        case 1: attend_tile<1>(keys, v, hd, scale, qs, pt, stride); break;
-        case 2: attend_tile<2>(keys, v, hd, scale, qs, pt, stride); break;
-        default: attend_tile<3>(keys, v, hd, scale, qs, pt, stride); break;
-      }
-    }
+    for_each_tile(nq, [&](auto width, int q0) {
+      attend_tile<decltype(width)::value>(keys, v, hd, scale, queries + q0,
+                                          p + static_cast<size_t>(q0) * stride, stride);
+    });
     return;
   }
 #endif
   attend_fp16_scalar(keys, v, hd, scale, queries, nq, p);
+}
+
+void attend_scores_fp16(const std::uint16_t* keys, int hd, const AttentionQuery* queries, int nq,
+                        float* p, bool vector) {
+  const size_t stride = static_cast<size_t>(key_slots(longest_len(queries, nq)));
+#if defined(SPECLAB_ATTEND_VECTOR)
+  if (vector && vector_head(hd)) {
+    for_each_tile(nq, [&](auto width, int q0) {
+      scores_tile<decltype(width)::value>(keys, hd, queries + q0,
+                                          p + static_cast<size_t>(q0) * stride, stride);
+    });
+    return;
+  }
+#else
+  (void)vector;
+#endif
+  for (int q = 0; q < nq; ++q) {
+    scores_scalar(keys, hd, queries[q], p + static_cast<size_t>(q) * stride);
+  }
 }
 
 }  // namespace speclab::cpu

@@ -72,9 +72,18 @@ void attend_fp16(const std::uint16_t* keys, const std::uint16_t* v, int hd, floa
 
 // The same arithmetic one scalar operation at a time, in the same order: attend_fp16's vector
 // paths must match it bit for bit (a test checks that). The vector paths: AVX-512 for head
-// sizes that are a multiple of 64, else AVX2 with FMA and F16C for multiples of 16; this one
-// is the path everywhere else.
+// sizes that are a multiple of 64, else AVX2 with FMA and F16C for multiples of 16; NEON
+// (AArch64) for multiples of 16; this one is the path everywhere else.
 void attend_fp16_scalar(const std::uint16_t* keys, const std::uint16_t* v, int hd, float scale,
                         const AttentionQuery* queries, int nq, float* p);
+
+// attend_fp16's first step alone, for tests: row q of p (stride key_slots(the largest len))
+// gets query q's raw scores K q16 (before the scale and the softmax) in its first len entries;
+// the rest of each row is unspecified. vector = true takes attend_fp16's path for this hd,
+// false the scalar one. The scores are where a wrong order of the sums shows at once: the
+// softmax's fp16 rounding hides most ulps from attend_fp16's results. Same requirements and
+// scratch size as attend_fp16.
+void attend_scores_fp16(const std::uint16_t* keys, int hd, const AttentionQuery* queries, int nq,
+                        float* p, bool vector = true);
 
 }  // namespace speclab::cpu

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -17,6 +18,10 @@
 #define SPECLAB_SIMD_VNNI 1  // _mm256_dpbusd_avx_epi32 (VEX encoding)
 #define SPECLAB_SIMD_AVXVNNI 1
 #endif
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#include <arm_neon.h>
+#define SPECLAB_SIMD_NEON 1  // the packed kernel: 4 rows per sdot (or its armv8.0 emulation)
 #endif
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && defined(__F16C__)
 #define SPECLAB_SIMD_AVX512 1  // the packed kernel: _mm512_dpbusd_epi32 over 16 rows at once
@@ -64,6 +69,8 @@ void QuantizedActs::quantize(const float* x, int rows, int cols, int ldx, ActFor
 static inline float round_fp16(float f) {
 #if defined(__F16C__)
   return _cvtsh_ss(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+#elif defined(SPECLAB_SIMD_NEON)
+  return static_cast<float>(static_cast<__fp16>(f));  // fcvt: round to nearest even
 #else
   return round_to_fp16(f);
 #endif
@@ -216,6 +223,31 @@ inline __m256 exp8(__m256 x) {
   return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
 }
 }  // namespace
+#elif defined(SPECLAB_SIMD_NEON)
+namespace {
+// exp(x) on 4 lanes: exp8's operations one for one (vrndnq rounds to nearest even as
+// _mm256_round_ps does, vfmsq is the fused a - b * c of _mm256_fnmadd_ps), so the lanes get the
+// bits the AVX2 path gives. NaN stays NaN.
+inline float32x4_t exp4(float32x4_t x) {
+  x = vminq_f32(vdupq_n_f32(89.0f), vmaxq_f32(vdupq_n_f32(-104.0f), x));
+  const float32x4_t k = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
+  float32x4_t r = vfmsq_f32(x, k, vdupq_n_f32(0.693359375f));
+  r = vfmsq_f32(r, k, vdupq_n_f32(-2.12194440e-4f));
+  float32x4_t p = vdupq_n_f32(1.0f / 720.0f);
+  p = vfmaq_f32(vdupq_n_f32(1.0f / 120.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f / 24.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f / 6.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(0.5f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+  const int32x4_t ki = vcvtq_s32_f32(k);  // exact: k is a whole number
+  const int32x4_t k1 = vshrq_n_s32(ki, 1), k2 = vsubq_s32(ki, k1);
+  const int32x4_t bias = vdupq_n_s32(127);
+  const float32x4_t s1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k1, bias), 23));
+  const float32x4_t s2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k2, bias), 23));
+  return vmulq_f32(vmulq_f32(p, s1), s2);
+}
+}  // namespace
 #endif
 
 void silu_mul(float* g, const float* u, int n) {
@@ -239,6 +271,21 @@ void silu_mul(float* g, const float* u, int n) {
     const __m256 uv = _mm256_maskload_ps(u + i, m);
     const __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), gv));
     _mm256_maskstore_ps(g + i, m, _mm256_mul_ps(_mm256_div_ps(gv, _mm256_add_ps(one, e)), uv));
+  }
+#elif defined(SPECLAB_SIMD_NEON)
+  const float32x4_t one = vdupq_n_f32(1.0f);
+  const auto step = [&](float32x4_t gv, float32x4_t uv) {
+    const float32x4_t e = exp4(vsubq_f32(vdupq_n_f32(0.0f), gv));
+    return vmulq_f32(vdivq_f32(gv, vaddq_f32(one, e)), uv);
+  };
+  int i = 0;
+  for (; i + 4 <= n; i += 4) vst1q_f32(g + i, step(vld1q_f32(g + i), vld1q_f32(u + i)));
+  if (i < n) {  // the tail through the same lanes, so every element gets the same arithmetic
+    float gt[4] = {0.0f, 0.0f, 0.0f, 0.0f}, ut[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    std::memcpy(gt, g + i, sizeof(float) * static_cast<size_t>(n - i));
+    std::memcpy(ut, u + i, sizeof(float) * static_cast<size_t>(n - i));
+    vst1q_f32(gt, step(vld1q_f32(gt), vld1q_f32(ut)));
+    std::memcpy(g + i, gt, sizeof(float) * static_cast<size_t>(n - i));
   }
 #else
   silu_mul_reference(g, u, n);
@@ -408,6 +455,9 @@ inline float dot_floats(const float* m, const float* s, int n) {
   return hsum(acc) + tail;
 }
 
+#endif  // SPECLAB_SIMD_AVX2
+
+#if defined(SPECLAB_SIMD_AVX2) || defined(SPECLAB_SIMD_NEON)
 // The activation rows of one tile of NT tokens, block by block: codes of block b, token t at
 // q + (b * NT + t) * 32 (32-byte aligned), its scale at d + b * NT + t and its sum term at
 // s + b * NT + t. One base pointer and constant offsets: with a pointer per token the compiler
@@ -457,6 +507,26 @@ class TiledActs {
 };
 thread_local AlignedVector<std::int8_t> TiledActs::q_;
 thread_local std::vector<float> TiledActs::d_, TiledActs::s_;
+
+// Calls f(std::integral_constant<int, nt>{}) for a runtime nt in [1, NT]: a tile's token count
+// becomes a template argument, so the packed kernels unroll their loops over its tokens fully.
+template <int NT, class F>
+void with_tile_width(int nt, F&& f) {
+  if constexpr (NT > 1) {
+    if (nt < NT) return with_tile_width<NT - 1>(nt, f);
+  }
+  f(std::integral_constant<int, NT>{});
+}
+
+// The tile size for n activation rows: as few tiles of at most max_tile rows as will do, balanced
+// (9 rows go as 5 + 4, not 8 + 1).
+inline int balanced_tile(int n, int max_tile) {
+  const int tiles = (n + max_tile - 1) / max_tile;
+  return (n + tiles - 1) / tiles;
+}
+#endif  // SPECLAB_SIMD_AVX2 || SPECLAB_SIMD_NEON
+
+#if defined(SPECLAB_SIMD_AVX2)
 
 // Rows [r0, r1) x activation rows [t0, t0 + NT). Every loop over the tile's tokens is fully
 // unrolled: then acc[] lives in registers only (otherwise GCC also stored all of it to the stack
@@ -932,7 +1002,127 @@ void matmul_packed_typed(const PackedMatrix& w, const QuantizedActs& x, float* y
     }
   }
 }
-#endif  // SPECLAB_SIMD_AVX512 / SPECLAB_SIMD_AVX2
+#elif defined(SPECLAB_SIMD_NEON)
+// NEON (AArch64) on the same packed layout: a 16-byte quarter of each 64-byte code vector holds 4
+// consecutive codes of 4 rows, so one sdot against 4 activation bytes (a lane of the activation
+// vector) gives 4 rows' partial sums, and the scales and offsets are applied to 4 rows per
+// instruction. The codes are signed bytes (Q8_0's code ^ 0x80 of the layout is flipped back), so
+// Q8_0 needs no offset term. The float steps are the AVX2 kernel's, one for one: the same bits.
+// Without the dot-product extension (armv8.0, e.g. a Cortex-A72) sdot is emulated with widening
+// multiplies and pairwise adds; the integer sums, and so the results, are the same.
+
+// acc[i] += sum_{j<4} c[4i + j] * a[4 * L + j]: rows 4i of a quarter, against activation lane L.
+template <int L>
+inline int32x4_t dot_lane(int32x4_t acc, int8x16_t c, int8x16_t a) {
+#if defined(__ARM_FEATURE_DOTPROD)
+  return vdotq_laneq_s32(acc, c, a, L);
+#else
+  // |code x activation| <= 128 * 127, so two products fit an int16 before the widening add.
+  const int8x16_t al = vreinterpretq_s8_s32(vdupq_laneq_s32(vreinterpretq_s32_s8(a), L));
+  const int16x8_t lo = vmull_s8(vget_low_s8(c), vget_low_s8(al));
+  const int16x8_t hi = vmull_high_s8(c, al);
+  return vpadalq_s16(acc, vpaddq_s16(lo, hi));
+#endif
+}
+
+// Up to 8 activation rows per tile: 8 accumulators, 8 code vectors and the temporaries fit the
+// 32 vector registers.
+constexpr int kMaxPackedTile = 8;
+
+// Rows [4q, 4q + 4) of row group g x the tile's NT activation rows, stored for the rows inside
+// [r0, r1). A quarter reads 16 bytes of every 64, and the next quarter finds the group's lines
+// in the cache.
+template <GgmlType kType, int NT>
+void packed_quarter(const PackedMatrix& w, const ActTile& xt, int t0, float* y, int ldy, int g,
+                    int q, int r0, int r1) {
+  constexpr bool kQ8 = kType == GgmlType::Q8_0;
+  constexpr int kCodeBytes = kQ8 ? 512 : 256;
+  const int nb = w.blocks();
+  const size_t gbb = w.group_block_bytes();
+  const uint8x16_t nib = vdupq_n_u8(0x0f), flip = vdupq_n_u8(0x80);
+  float32x4_t acc[NT];
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
+  const std::uint8_t* p = w.at(g, 0);
+  for (int b = 0; b < nb; ++b, p += gbb) {
+    // c[k] pairs with activation columns 4k..4k+3: k < 4 with lane k of the first 16 bytes,
+    // k >= 4 with lane k - 4 of the second 16 (4-bit codes: the low nibbles hold columns
+    // 4k..4k+3, the high ones 16 + 4k..).
+    int8x16_t c[8];
+    if constexpr (kQ8) {
+#pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        c[k] = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(p + 64 * k + 16 * q), flip));
+      }
+    } else {
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const uint8x16_t v = vld1q_u8(p + 64 * k + 16 * q);
+        c[k] = vreinterpretq_s8_u8(vandq_u8(v, nib));
+        c[k + 4] = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+      }
+    }
+    const float32x4_t dw =
+        vcvt_f32_f16(vld1_f16(reinterpret_cast<const float16_t*>(p + kCodeBytes) + 4 * q));
+    float32x4_t mw = vdupq_n_f32(0.0f);
+    if constexpr (kType == GgmlType::Q4_1) {
+      mw = vcvt_f32_f16(vld1_f16(reinterpret_cast<const float16_t*>(p + kCodeBytes + 32) + 4 * q));
+    } else if constexpr (kType == GgmlType::Q4_0) {
+      mw = vmulq_f32(dw, vdupq_n_f32(-8.0f));
+    }
+    const std::int8_t* qb = xt.q + static_cast<size_t>(b) * NT * 32;
+    const float* db = xt.d + static_cast<size_t>(b) * NT;
+    const float* sb = xt.s + static_cast<size_t>(b) * NT;
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) {
+      const int8x16_t a0 = vld1q_s8(qb + t * 32), a1 = vld1q_s8(qb + t * 32 + 16);
+      int32x4_t s0 = vdupq_n_s32(0), s1 = vdupq_n_s32(0);
+      s0 = dot_lane<0>(s0, c[0], a0);
+      s1 = dot_lane<0>(s1, c[4], a1);
+      s0 = dot_lane<1>(s0, c[1], a0);
+      s1 = dot_lane<1>(s1, c[5], a1);
+      s0 = dot_lane<2>(s0, c[2], a0);
+      s1 = dot_lane<2>(s1, c[6], a1);
+      s0 = dot_lane<3>(s0, c[3], a0);
+      s1 = dot_lane<3>(s1, c[7], a1);
+      const float32x4_t p32 = vcvtq_f32_s32(vaddq_s32(s0, s1));
+      acc[t] = vfmaq_f32(acc[t], p32, vmulq_f32(dw, vdupq_n_f32(db[t])));
+      if constexpr (!kQ8) acc[t] = vfmaq_f32(acc[t], mw, vdupq_n_f32(sb[t]));
+    }
+  }
+  const int row0 = g * 16 + 4 * q;
+  const int lo = std::max(r0, row0), hi = std::min(r1, row0 + 4);
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; ++t) {
+    float* yt = y + static_cast<size_t>(t0 + t) * ldy + row0;
+    if (lo == row0 && hi == row0 + 4) {
+      vst1q_f32(yt, acc[t]);
+    } else {
+      float lanes[4];
+      vst1q_f32(lanes, acc[t]);
+      for (int r = lo; r < hi; ++r) yt[r - row0] = lanes[r - row0];
+    }
+  }
+}
+
+// A quarter group's weights stay in the cache while every tile passes over them, so a prefill
+// still reads the weights from memory once.
+template <GgmlType kType>
+void matmul_packed_typed(const PackedMatrix& w, const QuantizedActs& x, float* y, int ldy, int r0,
+                         int r1) {
+  const int n = x.rows();
+  const int tile = balanced_tile(n, kMaxPackedTile);
+  const TiledActs acts(x, tile);
+  for (int q4 = r0 / 4; q4 * 4 < r1; ++q4) {
+    for (int t0 = 0; t0 < n; t0 += tile) {
+      with_tile_width<kMaxPackedTile>(std::min(tile, n - t0), [&](auto nt) {
+        packed_quarter<kType, decltype(nt)::value>(w, acts.at(t0), t0, y, ldy, q4 / 4, q4 % 4, r0,
+                                                   r1);
+      });
+    }
+  }
+}
+#endif  // SPECLAB_SIMD_AVX512 / SPECLAB_SIMD_AVX2 / SPECLAB_SIMD_NEON
 
 void check_shapes(const QuantMatrix& w, const QuantizedActs& x, int ldy, int r0, int r1) {
   if (w.type != GgmlType::Q4_0 && w.type != GgmlType::Q4_1 && w.type != GgmlType::Q8_0) {
@@ -951,7 +1141,7 @@ void check_shapes(const QuantMatrix& w, const QuantizedActs& x, int ldy, int r0,
 
 void matmul_packed_unchecked(const PackedMatrix& w, const QuantizedActs& x, float* y, int ldy,
                              int r0, int r1) {
-#if defined(SPECLAB_SIMD_AVX512) || defined(SPECLAB_SIMD_AVX2)
+#if defined(SPECLAB_SIMD_AVX512) || defined(SPECLAB_SIMD_AVX2) || defined(SPECLAB_SIMD_NEON)
   switch (w.source().type) {
     case GgmlType::Q4_0: return matmul_packed_typed<GgmlType::Q4_0>(w, x, y, ldy, r0, r1);
     case GgmlType::Q4_1: return matmul_packed_typed<GgmlType::Q4_1>(w, x, y, ldy, r0, r1);
@@ -969,6 +1159,10 @@ const char* packed_kernel_name() {
   return "avx512+vnni (16 rows per instruction)";
 #elif defined(SPECLAB_SIMD_AVX2)
   return "avx2 (8 rows per instruction)";
+#elif defined(SPECLAB_SIMD_NEON) && defined(__ARM_FEATURE_DOTPROD)
+  return "neon+dotprod (4 rows per instruction)";
+#elif defined(SPECLAB_SIMD_NEON)
+  return "neon, sdot emulated (4 rows per 3 instructions)";
 #else
   return "none (scalar fallback)";
 #endif

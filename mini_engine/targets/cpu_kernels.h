@@ -4,9 +4,9 @@
 //
 // Why quantize the activations: the weights stay in their ggml blocks (Q4_1, Q8_0, ...), and a
 // dot product of 4-bit weight codes with 8-bit activation codes is an *integer* dot product, which
-// AVX2 / AVX-VNNI do 32 lanes at a time. The block scales are applied once per block of 32.
-// llama.cpp does the same (its Q8_1 activation blocks), so our logits and its logits differ only
-// by rounding.
+// AVX2 / AVX-VNNI do 32 lanes at a time (NEON's sdot 16). The block scales are applied once per
+// block of 32. llama.cpp does the same (its Q8_1 activation blocks), so our logits and its logits
+// differ only by rounding.
 //
 // Why several activation rows at once: a weight block is read from memory and unpacked once, then
 // dotted with every row (every token of a prefill or a verify pass). On a memory-bound CPU that
@@ -97,8 +97,9 @@ enum class MatmulKernel {
   reference,  // dequantize weights and activations to float, sum in double: the ground truth
   scalar,     // integer block dot products in portable C++ (the fallback on any CPU)
   simd,       // AVX2 (+ VNNI where compiled in); the scalar kernel when built without AVX2
-  packed,     // on a PackedMatrix (below): AVX-512 VNNI (16 rows per instruction) or AVX2 (8
-              // rows per instruction); the scalar kernel when built without AVX2.
+  packed,     // on a PackedMatrix (below): AVX-512 VNNI (16 rows per instruction), AVX2 (8
+              // rows per instruction) or, on AArch64, NEON (4 rows per sdot, emulated without the
+              // dot-product extension); the scalar kernel on other CPUs and on x86 without AVX2.
               // matmul() with a QuantMatrix packs a temporary copy first (tests only); the
               // forward pass packs its weights once at load time.
 };
@@ -107,8 +108,9 @@ enum class MatmulKernel {
 // group padded with zero rows); for each group and each block of 32 columns the codes of the 16
 // rows are interleaved so that a 64-byte vector holds 4 consecutive codes of every row: one
 // vpdpbusd with 4 activation bytes broadcast to all lanes then yields 16 rows' partial sums
-// (with AVX2, each 32-byte half and one vpmaddubsw: 8 rows), and the float work (scales,
-// corrections) is done once per 16 (8) rows instead of once per row.
+// (with AVX2, each 32-byte half and one vpmaddubsw: 8 rows; with NEON, each 16-byte quarter and
+// one sdot: 4 rows), and the float work (scales, corrections) is done once per 16 (8, 4) rows
+// instead of once per row.
 //   Q4_0 / Q4_1: 256 bytes of nibbles per (group, block): vector k (k < 4) holds columns
 //                4k..4k+3 in its low nibbles and 16+4k..16+4k+3 in its high ones; then the 16
 //                fp16 scales d, then (Q4_1 only) the 16 fp16 offsets m.
@@ -147,7 +149,8 @@ void matmul(const PackedMatrix& w, const QuantizedActs& x, float* y, int ldy, in
 // The SIMD instruction set the simd kernel was compiled for, e.g. "avx2+avx512vnni" or
 // "none (scalar fallback)".
 const char* simd_kernel_name();
-// The same for the packed kernel, e.g. "avx512+vnni (16 rows per instruction)".
+// The same for the packed kernel, e.g. "avx512+vnni (16 rows per instruction)" or
+// "neon+dotprod (4 rows per instruction)".
 const char* packed_kernel_name();
 
 // y[t * ldy + r] = sum_c W[r][c] * x[t][c]  for every activation row t < x.rows() and weight row
@@ -159,10 +162,10 @@ void matmul(MatmulKernel kernel, const QuantMatrix& w, const QuantizedActs& x, f
             int r0, int r1);
 
 // SwiGLU's elementwise step: g[i] = silu(g[i]) * u[i] = g[i] / (1 + exp(-g[i])) * u[i], i < n.
-// With AVX-512 (AVX2), exp is a range-reduced polynomial (a few ulps from std::exp) on 16 (8)
-// lanes, with a masked tail, so every element goes through the same arithmetic whatever n and its
-// place in a row: a prefill and the same tokens one at a time stay bit-identical. Without AVX2,
-// std::exp. Requires n >= 0.
+// With AVX-512 (AVX2, NEON), exp is a range-reduced polynomial (a few ulps from std::exp) on 16
+// (8, 4) lanes, with a masked tail, so every element goes through the same arithmetic whatever n
+// and its place in a row: a prefill and the same tokens one at a time stay bit-identical. On
+// other CPUs, and on x86 without AVX2, std::exp. Requires n >= 0.
 void silu_mul(float* g, const float* u, int n);
 // The same with std::exp, one element at a time: the reference silu_mul is tested against.
 void silu_mul_reference(float* g, const float* u, int n);

@@ -439,4 +439,50 @@ TEST_SUITE("engine_forward / attention arithmetic") {
       }
     }
   }
+
+  TEST_CASE("attend_fp16's scores have the scalar path's bits, sum for sum") {
+    // The check above sees a score's order of sums only through the fp16-rounded weights, which
+    // hide most ulps (a score chain added as ((a0 + a1) + a2) + a3 passed it on AArch64). The
+    // raw scores show every one.
+    for (const int hd : {64, 128, 48, 16}) {
+      const int longest = 70, nq = 7;
+      std::vector<float> kf(static_cast<size_t>(longest) * hd), q(static_cast<size_t>(nq) * hd);
+      for (size_t i = 0; i < kf.size(); ++i) kf[i] = static_cast<float>(uniform01(8, 1, i) * 2 - 1);
+      for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<float>(uniform01(8, 2, i) * 6 - 3);
+      cpu::round_fp16_inplace(q.data(), static_cast<int>(q.size()));
+      std::vector<std::uint16_t> k16(static_cast<size_t>(cpu::key_slots(longest)) * hd);
+      for (int j = 0; j < longest; ++j) cpu::store_key_fp16(&kf[j * hd], hd, j, k16.data());
+      const int lens[nq] = {70, 1, 16, 17, 33, 5, 64};
+      std::vector<float> out(static_cast<size_t>(nq) * hd);
+      std::vector<cpu::AttentionQuery> queries(nq);
+      for (int i = 0; i < nq; ++i) queries[i] = {&q[i * hd], lens[i], &out[i * hd]};
+      cpu::AlignedVector<float> vec(cpu::attend_scratch_floats(queries.data(), nq)),
+          ref(vec.size());
+      cpu::attend_scores_fp16(k16.data(), hd, queries.data(), nq, vec.data(), true);
+      cpu::attend_scores_fp16(k16.data(), hd, queries.data(), nq, ref.data(), false);
+      const size_t stride = static_cast<size_t>(cpu::key_slots(longest));
+      int differ = 0;
+      for (int i = 0; i < nq; ++i) {
+        for (int j = 0; j < lens[i]; ++j) {
+          const size_t at = i * stride + j;
+          if (vec[at] != ref[at] && differ++ == 0) {
+            INFO("hd ", hd, ": query ", i, " key ", j, ": ", vec[at], " against ", ref[at]);
+            CHECK(vec[at] == ref[at]);
+          }
+          // The scores themselves, in double: a path that computed something else entirely
+          // would agree with itself.
+          double want = 0.0;
+          for (int d = 0; d < hd; ++d) {
+            want += static_cast<double>(q[i * hd + d]) * round_to_fp16(kf[j * hd + d]);
+          }
+          if (std::fabs(ref[at] - want) > 1e-4 * (1.0 + std::fabs(want)) && differ++ == 0) {
+            INFO("hd ", hd, ": query ", i, " key ", j, ": ", ref[at], " against ", want);
+            CHECK(ref[at] == doctest::Approx(want));
+          }
+        }
+      }
+      INFO("hd ", hd, ": ", differ, " scores differ");
+      CHECK(differ == 0);
+    }
+  }
 }
