@@ -47,8 +47,9 @@ function(_speclab_discover target list_file ctest_file)
   cmake_parse_arguments(D "" "PREFIX" "RUNNER;PROPERTIES" ${ARGN})
   set(props_file ${CMAKE_CURRENT_BINARY_DIR}/${target}_props.cmake)
   # Lists are handed to the script through a file, so names with ';' or spaces survive.
+  # A cross build (tools/arm_check) lists the cases through its emulator.
   file(GENERATE OUTPUT ${props_file}
-    CONTENT "set(RUNNER [==[${D_RUNNER}]==])\nset(PROPS [==[${D_PROPERTIES}]==])\n")
+    CONTENT "set(RUNNER [==[${D_RUNNER}]==])\nset(PROPS [==[${D_PROPERTIES}]==])\nset(EMULATOR [==[${CMAKE_CROSSCOMPILING_EMULATOR}]==])\n")
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND ${CMAKE_COMMAND}
       -D EXE=$<TARGET_FILE:${target}>

@@ -1,10 +1,11 @@
 # Runs after a doctest executable is built (see SpecLabTesting.cmake): lists its test cases into
 # LIST_FILE (one name per line) and writes CTEST_FILE with one add_test() per case.
-# Inputs: EXE, LIST_FILE, CTEST_FILE, PREFIX, PROPS_FILE (defines RUNNER and PROPS).
+# Inputs: EXE, LIST_FILE, CTEST_FILE, PREFIX, PROPS_FILE (defines RUNNER, PROPS and EMULATOR, the
+# cross build's CMAKE_CROSSCOMPILING_EMULATOR: empty in a native build).
 # A case whose name starts with "real model: " also gets the label `model` (it loads SmolLM2 and
 # skips without it), so `ctest -L model` finds every test that needs the model file.
 include(${PROPS_FILE})
-execute_process(COMMAND ${EXE} --list-test-cases --no-version
+execute_process(COMMAND ${EMULATOR} ${EXE} --list-test-cases --no-version
   OUTPUT_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "Listing test cases of ${EXE} failed (exit ${rc}):\n${out}")

@@ -23,18 +23,20 @@ def listing(names, count=None):
             f"[doctest] unskipped test cases passing the current filters: {count}\n")
 
 
-def discover(source_dir, work, names, count=None):
+def discover(source_dir, work, names, count=None, emulator=None):
     """Runs the script on a fake program that lists `names`; returns (rc, output, registered
-    names in the list file, the generated ctest script)."""
+    names in the list file, the generated ctest script). With `emulator` (a cross build's
+    CMAKE_CROSSCOMPILING_EMULATOR) the fake program is not executable: only the emulator runs it."""
     fake = os.path.join(work, "fake_tests")
     with open(os.path.join(work, "listing.txt"), "w") as f:
         f.write(listing(names, count))
     with open(fake, "w") as f:
         f.write(f"#!/bin/sh\ncat '{work}/listing.txt'\n")
-    os.chmod(fake, 0o755)
+    os.chmod(fake, 0o644 if emulator else 0o755)
     props = os.path.join(work, "props.cmake")
     with open(props, "w") as f:
-        f.write("set(RUNNER [==[runner]==])\nset(PROPS [==[LABELS;demo]==])\n")
+        f.write("set(RUNNER [==[runner]==])\nset(PROPS [==[LABELS;demo]==])\n"
+                f"set(EMULATOR [==[{emulator or ''}]==])\n")
     list_file, ctest_file = os.path.join(work, "cases.txt"), os.path.join(work, "cases.cmake")
     for p in (list_file, ctest_file):
         if os.path.exists(p):
@@ -63,6 +65,10 @@ def main():
         rc, out, registered, _ = discover(source_dir, work, ["a;b", "c"])
         if rc == 0 or "lists 2 test cases but 3 were read" not in out or registered is not None:
             failures.append(f"';' in a name: rc={rc}, registered {registered!r}\n{out}")
+        # A cross build lists the cases through its emulator (tools/arm_check: qemu-aarch64).
+        rc, out, registered, _ = discover(source_dir, work, ["one", "two"], emulator="/bin/sh")
+        if rc != 0 or registered != ["one", "two"]:
+            failures.append(f"through an emulator: rc={rc}, registered {registered!r}\n{out}")
     for f in failures:
         print("FAIL:", f)
     print("ok" if not failures else f"{len(failures)} failed")
