@@ -10,6 +10,7 @@
 // GIVEN that drafts 1..i-1 were: a conditional rate. T(b, k) is the cost curve (cost_curve.h):
 // the seconds of one verify step of b sequences with k drafts each.
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -136,15 +137,23 @@ class ReplayAccumulator {
     ++rounds_;
   }
   long long rounds() const { return rounds_; }
-  // The replayed mean acceptance length: 1 + (sum of all reach) / rounds. 0 before any round.
+  // The replayed mean acceptance length: 1 + (sum of all reach) / rounds.
+  // Throws std::invalid_argument before any round (there is no run to replay).
   double expected_tokens_per_run() const {
-    if (rounds_ == 0) return 0.0;
+    require_rounds("expected_tokens_per_run");
     double s = 0.0;
     for (double r : reach_sum_) s += r;
     return 1.0 + s / static_cast<double>(rounds_);
   }
-  // Conditional rates from expected counts, as acceptance_profile computes them from counts.
+  // Conditional rates α_1..α_k from expected counts, as acceptance_profile computes them from
+  // counts. Throws std::invalid_argument, as acceptance_profile does, when k < 0 or before any
+  // round.
   std::vector<double> profile(int k) const {
+    if (k < 0) {
+      throw std::invalid_argument("ReplayAccumulator::profile: k must be >= 0, got " +
+                                  std::to_string(k));
+    }
+    require_rounds("profile");
     std::vector<double> alpha;
     double prev = static_cast<double>(rounds_);
     for (int i = 0; i < k; ++i) {
@@ -156,6 +165,13 @@ class ReplayAccumulator {
   }
 
  private:
+  void require_rounds(const char* what) const {
+    if (rounds_ == 0) {
+      throw std::invalid_argument(std::string("ReplayAccumulator::") + what +
+                                  ": no round was added yet (feed add() from "
+                                  "DecodeConfig::on_round)");
+    }
+  }
   double temperature_;
   std::vector<double> reach_sum_;  // [i]: sum over rounds of reach[i]
   long long rounds_ = 0;

@@ -144,6 +144,20 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
     }
   }
 
+  TEST_CASE("ReplayAccumulator refuses what acceptance_profile refuses: no round, or k < 0") {
+    // It used to answer zeros (and an acceptance length of 0) where acceptance_profile throws,
+    // so a replay fed by a callback that was never wired up looked like "nothing is accepted".
+    ReplayAccumulator replay(0.0);
+    CHECK_THROWS_WITH_AS(replay.profile(3), doctest::Contains("no round"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(replay.expected_tokens_per_run(), doctest::Contains("no round"),
+                         std::invalid_argument);
+    replay.add(V{4, 5}, speclab::testing::logits_with_argmax({4, 9, 1}));
+    CHECK_THROWS_AS(replay.profile(-1), std::invalid_argument);
+    CHECK(replay.profile(0).empty());
+    CHECK(replay.profile(3) == D{1.0, 0.0, 0.0});
+    CHECK(replay.expected_tokens_per_run() == doctest::Approx(2.0));
+  }
+
   TEST_CASE("wrong row count or a negative temperature is rejected") {
     const Logits l = speclab::testing::logits_with_argmax({1, 2});
     CHECK_THROWS_AS(replay_reach(V{1, 2}, l, 0.0), std::invalid_argument);  // too few rows
