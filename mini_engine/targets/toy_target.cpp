@@ -46,13 +46,17 @@ ToyTarget::ToyTarget(ToyTargetConfig config) : config_(config) {
       (config_.period < 2 || config_.period > config_.vocab_size)) {
     fail("period must be in [2, vocab_size]");
   }
-  if (config_.branching < 2 || config_.branching > 8) fail("branching must be in [2, 8]");
+  if (config_.regime == ToyRegime::markov && (config_.branching < 2 || config_.branching > 8)) {
+    fail("branching must be in [2, 8]");
+  }
   if (config_.noise == -1.0) config_.noise = config_.regime == ToyRegime::markov ? 0.3 : 0.0;
   if (!(config_.noise >= 0.0 && config_.noise <= 1.0)) {
     fail("noise must be in [0, 1] (or -1 for the default)");
   }
 
-  // The periodic pattern: `period` distinct tokens, chosen by a seeded shuffle.
+  // The periodic pattern: `period` distinct tokens, chosen by a seeded shuffle. Only the
+  // periodic regime has one (and only it checks `period`).
+  if (config_.regime != ToyRegime::periodic) return;
   std::vector<Token> all(config_.vocab_size);
   std::iota(all.begin(), all.end(), 0);
   for (int i = config_.vocab_size - 1; i > 0; --i) {

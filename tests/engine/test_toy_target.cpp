@@ -98,6 +98,22 @@ TEST_SUITE("engine / ToyTarget") {
     CHECK_THROWS_WITH_AS(ToyTarget(ToyTargetConfig{.vocab_size = 2}),
                          doctest::Contains("vocab_size"), std::invalid_argument);
     CHECK_THROWS_AS(ToyTarget(ToyTargetConfig{.period = 1}), std::invalid_argument);
+    // Each regime checks the fields it reads, and only those (period was already so).
+    CHECK_THROWS_WITH_AS(ToyTarget(ToyTargetConfig{.regime = ToyRegime::markov, .branching = 1}),
+                         doctest::Contains("branching must be in [2, 8]"), std::invalid_argument);
+    CHECK_THROWS_AS(ToyTarget(ToyTargetConfig{.regime = ToyRegime::markov, .branching = 9}),
+                    std::invalid_argument);
+    CHECK_NOTHROW(ToyTarget(ToyTargetConfig{.regime = ToyRegime::periodic, .branching = 1}));
+    CHECK_NOTHROW(ToyTarget(ToyTargetConfig{.regime = ToyRegime::random, .branching = 0}));
+    // The periodic pattern was built from `period` in every regime: a markov or random target
+    // given a period outside [2, vocab_size] read past its token list (or threw length_error).
+    for (int period : {-3, 1, 100000}) {
+      for (ToyRegime regime : {ToyRegime::markov, ToyRegime::random}) {
+        CAPTURE(period);
+        ToyTarget other(ToyTargetConfig{.regime = regime, .period = period});
+        CHECK(other.extend(other.make_prompt(5)).rows() == 5);
+      }
+    }
     CHECK_THROWS_AS(parse_toy_regime("weird"), std::invalid_argument);
     ToyTarget t(ToyTargetConfig{.vocab_size = 16, .period = 4, .max_length = 4});
     CHECK_THROWS_AS(t.extend(std::vector<Token>{}), std::invalid_argument);
