@@ -148,11 +148,8 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
       Live& L = live[i];
       GenerationResult& res = out.requests[i];
       const int remaining = req.config.max_new_tokens - static_cast<int>(res.tokens.size());
+      // >= 0: a request whose next [last] would not fit left the batch after its last round.
       const int room = target.max_length() - static_cast<int>(L.context.size());
-      if (room < 0) {
-        throw ContextOverflow(req_name(i) + ": context full: " + target.name() + " holds at most " +
-                              std::to_string(target.max_length()) + " tokens");
-      }
       const int k_base = k_step >= 0 ? k_step : req.config.k;
       const int k = req.drafter ? std::min({k_base, remaining - 1, room}) : 0;
       RoundRecord& round = rounds[a];
@@ -246,7 +243,7 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
         target.truncate(L.seq,
                         std::min(target.length(L.seq),
                                  static_cast<int>(L.context.size() + round.emitted.size()) - 1));
-        res.stopped = true;
+        res.finish = Finish::stop_token;
       }
       // Only when the extra token was emitted too (a stop token may cut the round short).
       round.bonus = n_drafts > 0 && round.accepted == n_drafts &&
@@ -272,7 +269,13 @@ BatchGenerationResult run_speculative_batch(BatchTarget& target,
       }
       if (req.config.on_round) req.config.on_round(round);
       round.logits = nullptr;
-      if (stopped || static_cast<int>(res.tokens.size()) >= req.config.max_new_tokens) {
+      // Why it ends, in run_speculative's order: a stop token, max_new_tokens, a full context.
+      if (!stopped && static_cast<int>(res.tokens.size()) < req.config.max_new_tokens &&
+          L.context.size() > static_cast<size_t>(target.max_length())) {
+        res.finish = Finish::context_full;
+      }
+      if (stopped || static_cast<int>(res.tokens.size()) >= req.config.max_new_tokens ||
+          res.finish == Finish::context_full) {
         res.stats.total_seconds = clock.now() - t_start;
       } else {
         still.push_back(i);

@@ -76,13 +76,15 @@ struct BatchGenerationResult {
 // into a new sequence of `target`; then each step asks every active request's drafter for up to
 // k drafts (k capped near max_new_tokens and the context limit, as in run_speculative), verifies
 // all of them in one extend_batch call with `verify`, rolls each sequence back to its accepted
-// tokens and emits. A request leaves the batch when it reaches max_new_tokens or a stop token.
+// tokens and emits. A request leaves the batch when it reaches max_new_tokens, a stop token or
+// the end of the context (its GenerationResult::finish says which, as run_speculative's would).
 // The loop's sequences are removed from `target` before it returns or throws.
 // Throws std::invalid_argument naming the request for an empty prompt, a bad config or id, or
 // k_for_batch out of range; std::logic_error naming the request and drafter or rule when either
 // breaks its contract (as in run_speculative, a target token outside the vocabulary included);
-// ContextOverflow when a sequence runs out of room; std::runtime_error naming the request when
-// a chosen token's logit is NaN or +infinity (as in run_baseline).
+// ContextOverflow naming the request when a prompt alone is longer than max_length(); and
+// std::runtime_error naming the request when a chosen token's logit is NaN or +infinity (as in
+// run_baseline).
 BatchGenerationResult run_speculative_batch(BatchTarget& target,
                                             std::span<const BatchRequest> requests,
                                             const VerifyRule& verify,

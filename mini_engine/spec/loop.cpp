@@ -73,6 +73,15 @@ bool is_stop(const DecodeConfig& c, Token t) {
 
 }  // namespace
 
+const char* to_string(Finish finish) {
+  switch (finish) {
+    case Finish::max_new_tokens: return "max_new_tokens";
+    case Finish::stop_token: return "stop_token";
+    case Finish::context_full: return "context_full";
+  }
+  return "unknown";
+}
+
 GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
                               const DecodeConfig& config) {
   check_common(target, prompt, config);
@@ -87,8 +96,8 @@ GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
   auto position = static_cast<std::int64_t>(prompt.size());
   while (static_cast<int>(result.tokens.size()) < config.max_new_tokens) {
     if (target.length() + 1 > target.max_length()) {
-      throw ContextOverflow("context full: " + target.name() + " holds at most " +
-                            std::to_string(target.max_length()) + " tokens");
+      result.finish = Finish::context_full;
+      break;
     }
     const double t0 = clock.now();
     const Logits logits = target.extend(std::span<const Token>(&last, 1));
@@ -109,7 +118,7 @@ GenerationResult run_baseline(Target& target, std::span<const Token> prompt,
     last = next;
     ++position;
     if (is_stop(config, next)) {
-      result.stopped = true;
+      result.finish = Finish::stop_token;
       break;
     }
   }
@@ -142,9 +151,9 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
     const int remaining = config.max_new_tokens - static_cast<int>(result.tokens.size());
     // The verify pass feeds [last] + drafts; the target already holds context minus its last.
     const int room = target.max_length() - static_cast<int>(context.size());
-    if (room < 0) {
-      throw ContextOverflow("context full: " + target.name() + " holds at most " +
-                            std::to_string(target.max_length()) + " tokens");
+    if (room < 0) {  // not even [last] fits
+      result.finish = Finish::context_full;
+      break;
     }
     const int k = std::min({config.k, remaining - 1, room});
 
@@ -192,11 +201,12 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
     for (size_t i = 0; i < vr.emitted.size(); ++i) {
       round.emitted.push_back(vr.emitted[i]);
       if (is_stop(config, vr.emitted[i])) {
-        result.stopped = true;
+        result.finish = Finish::stop_token;
         break;
       }
     }
-    if (result.stopped) {
+    const bool stopped = result.finish == Finish::stop_token;
+    if (stopped) {
       round.accepted = std::min(round.accepted, static_cast<int>(round.emitted.size()));
       // The target may hold tokens past the stop; keep it consistent with the emitted text.
       target.truncate(
@@ -219,7 +229,7 @@ GenerationResult run_speculative(Target& target, Drafter& drafter, const VerifyR
     setup_seconds = 0.0;
     result.stats.draft_seconds += round.draft_seconds;
     if (config.on_round) config.on_round(round);
-    if (result.stopped) break;
+    if (stopped) break;
   }
   result.stats.total_seconds = clock.now() - t_start;
   return result;

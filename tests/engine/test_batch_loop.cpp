@@ -149,7 +149,7 @@ void check_identity(const ToyTargetConfig& cfg, const std::vector<Spec>& specs,
     }
     INFO("request ", i, " (n=", specs[i].n, ", k=", specs[i].k, ")");
     CHECK(got.requests[i].tokens == want.tokens);
-    CHECK(got.requests[i].stopped == want.stopped);
+    CHECK(got.requests[i].finish == want.finish);
     const SpecStats& g = got.requests[i].stats;
     const SpecStats& w = want.stats;
     CHECK(g.target_runs == w.target_runs);
@@ -428,20 +428,41 @@ TEST_SUITE("engine / batched speculative loop") {
                          doctest::Contains("request 0: temperature"), std::invalid_argument);
   }
 
-  TEST_CASE("a request that outgrows the context limit raises ContextOverflow") {
+  TEST_CASE("a request that outgrows the context leaves the batch with context_full") {
+    // It used to throw ContextOverflow, losing every request's tokens. Now only that request
+    // ends, with what run_speculative gives it alone, and the others go on.
     ToyTargetConfig cfg = periodic_cfg(0, 0.0);
     cfg.max_length = 20;
     ToyBatchTarget batch(cfg);
     PromptLookupDrafter d(1);
-    std::vector<BatchRequest> reqs(2);
+    std::vector<BatchRequest> reqs(3);
     reqs[0].prompt = ToyTarget(cfg).make_prompt(5);
-    reqs[0].config.max_new_tokens = 5;
+    reqs[0].config.max_new_tokens = 14;
     reqs[1].prompt = ToyTarget(cfg).make_prompt(10);
     reqs[1].drafter = &d;
     reqs[1].config.k = 4;
     reqs[1].config.max_new_tokens = 30;
+    reqs[2].prompt = ToyTarget(cfg).make_prompt(3);
+    reqs[2].config.max_new_tokens = 40;
+    const BatchGenerationResult got = run_speculative_batch(batch, reqs, greedy_verify_rule());
+    CHECK(batch.sequences().empty());
+    REQUIRE(got.requests.size() == 3);
+    CHECK(got.requests[0].finish == Finish::max_new_tokens);
+    CHECK(got.requests[0].tokens.size() == 14);
+    CHECK(got.requests[1].finish == Finish::context_full);
+    CHECK(got.requests[1].tokens.size() == 11);  // 20 + 1 - 10
+    CHECK(got.requests[2].finish == Finish::context_full);
+    CHECK(got.requests[2].tokens.size() == 18);  // 20 + 1 - 3, after request 1 left
+    ToyTarget alone(cfg);
+    PromptLookupDrafter d_alone(1);
+    const GenerationResult want =
+        run_speculative(alone, d_alone, greedy_verify_rule(), reqs[1].prompt, reqs[1].config);
+    CHECK(got.requests[1].tokens == want.tokens);
+    CHECK(got.requests[1].stats.target_runs == want.stats.target_runs);
+    // The prompt that does not fit at all is still refused up front, naming the request.
+    reqs[2].prompt = ToyTarget(cfg).make_prompt(21);
     CHECK_THROWS_WITH_AS(run_speculative_batch(batch, reqs, greedy_verify_rule()),
-                         doctest::Contains("request 1: context full"), ContextOverflow);
+                         doctest::Contains("request 2: the prompt has 21"), ContextOverflow);
     CHECK(batch.sequences().empty());
   }
 

@@ -160,8 +160,8 @@ TEST_SUITE("engine / speculative loop") {
     PromptLookupDrafter d(1);
     dc.k = 5;
     const auto spec = run_speculative(t, d, greedy_verify_rule(), prompt, dc);
-    CHECK(base.stopped);
-    CHECK(spec.stopped);
+    CHECK(base.finish == Finish::stop_token);
+    CHECK(spec.finish == Finish::stop_token);
     CHECK(spec.tokens == base.tokens);
     CHECK(base.tokens.back() == free_run[20]);
     CHECK(t.length() == static_cast<int>(prompt.size() + spec.tokens.size()) - 1);
@@ -389,13 +389,48 @@ TEST_SUITE("engine / speculative loop") {
     CHECK(s.accept_length_hist == std::vector<std::int64_t>{0, 1});
   }
 
-  TEST_CASE("a full context is a clear ContextOverflow, not a crash") {
-    ToyTarget t(ToyTargetConfig{.max_length = 12});
+  TEST_CASE("a full context ends the generation (Finish::context_full) and keeps its tokens") {
+    // Both loops used to throw ContextOverflow here, losing every token generated so far; a
+    // request in a batch lost the whole batch's work. Now the context limit ends a generation as
+    // max_new_tokens does. The last emitted token is never fed, so a target of 12 tokens given a
+    // prompt of 6 emits 12 + 1 - 6 = 7 tokens, the plain and the speculative loop alike.
+    const ToyTargetConfig cfg{
+        .regime = ToyRegime::periodic, .seed = 3, .period = 5, .max_length = 12};
+    const std::vector<Token> prompt = ToyTarget(cfg).make_prompt(6);
     DecodeConfig dc;
     dc.max_new_tokens = 40;
-    CHECK_THROWS_AS(run_baseline(t, t.make_prompt(6), dc), ContextOverflow);
-    PromptLookupDrafter d(1);
-    CHECK_THROWS_AS(run_speculative(t, d, greedy_verify_rule(), t.make_prompt(6), dc),
-                    ContextOverflow);
+    ToyTarget plain(cfg);
+    const GenerationResult base = run_baseline(plain, prompt, dc);
+    CHECK(base.finish == Finish::context_full);
+    CHECK(base.tokens.size() == 7);
+    CHECK(plain.length() == 12);
+    for (int k : {1, 3, 5, 12}) {
+      INFO("k = ", k);
+      ToyTarget t(cfg);
+      PromptLookupDrafter d(1);
+      dc.k = k;
+      const GenerationResult spec = run_speculative(t, d, greedy_verify_rule(), prompt, dc);
+      CHECK(spec.finish == Finish::context_full);
+      CHECK(spec.tokens == base.tokens);
+      CHECK(spec.stats.emitted == 7);
+      CHECK(t.length() == 12);
+    }
+    // Exactly the tokens that fit: max_new_tokens is what ended it, not the context.
+    dc.max_new_tokens = 7;
+    ToyTarget exact(cfg);
+    const GenerationResult fits = run_baseline(exact, prompt, dc);
+    CHECK(fits.finish == Finish::max_new_tokens);
+    CHECK(fits.tokens == base.tokens);
+    // A prompt that does not fit at all is still an error, and changes nothing.
+    ToyTarget small(cfg);
+    CHECK_THROWS_WITH_AS(run_baseline(small, ToyTarget(cfg).make_prompt(13), dc),
+                         doctest::Contains("holds at most 12"), ContextOverflow);
+    CHECK(small.length() == 0);
+  }
+
+  TEST_CASE("Finish has a name for every reason") {
+    CHECK(std::string(to_string(Finish::max_new_tokens)) == "max_new_tokens");
+    CHECK(std::string(to_string(Finish::stop_token)) == "stop_token");
+    CHECK(std::string(to_string(Finish::context_full)) == "context_full");
   }
 }

@@ -132,7 +132,7 @@ void check_identity(const std::string& name, std::size_t prompts, int max_new_to
          ": your drafter's output must equal plain greedy decoding token for "
          "token (book/lab07_real_model.md, section 'Lossless on a real model')");
     CHECK(spec.tokens == plain.tokens);
-    CHECK(spec.stopped == plain.stopped);
+    CHECK(spec.finish == plain.finish);
   }
 }
 

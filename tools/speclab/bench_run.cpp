@@ -45,7 +45,7 @@ std::vector<std::vector<Token>> run_conversation(Model& model, const Conversatio
     }
     seconds += r.stats.total_seconds;
     history.insert(history.end(), r.tokens.begin(), r.tokens.end());
-    const std::vector<Token> close = model.codec->close_reply(r.stopped);
+    const std::vector<Token> close = model.codec->close_reply(r.finish == Finish::stop_token);
     history.insert(history.end(), close.begin(), close.end());
     outputs.push_back(r.tokens);
   }

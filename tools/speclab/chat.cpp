@@ -123,7 +123,7 @@ void run_chat(ChatOptions o) {
 
     history = std::move(prompt);
     history.insert(history.end(), result.tokens.begin(), result.tokens.end());
-    const std::vector<Token> close = model.codec->close_reply(result.stopped);
+    const std::vector<Token> close = model.codec->close_reply(result.finish == Finish::stop_token);
     history.insert(history.end(), close.begin(), close.end());
   }
   if (turn == 0) throw UsageError("no message on standard input: nothing to answer");

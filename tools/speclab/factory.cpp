@@ -687,4 +687,13 @@ GenerationResult run_decode(Target& target, Drafter* drafter, const VerifyRule& 
   return run_speculative(target, *drafter, verify, prompt, config);
 }
 
+const char* finish_note(Finish finish) {
+  switch (finish) {
+    case Finish::stop_token: return " (stopped at end of turn)";
+    case Finish::context_full: return " (the context is full)";
+    case Finish::max_new_tokens: break;
+  }
+  return "";
+}
+
 }  // namespace speclab::cli

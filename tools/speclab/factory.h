@@ -208,4 +208,8 @@ VerifyRule make_verify_rule(const SamplingParams& sampling);
 GenerationResult run_decode(Target& target, Drafter* drafter, const VerifyRule& verify,
                             std::span<const Token> prompt, const DecodeConfig& config);
 
+// What a stats line adds for how a run ended: " (stopped at end of turn)", " (the context is
+// full)", or "" when it ran to --max-new-tokens.
+const char* finish_note(Finish finish);
+
 }  // namespace speclab::cli

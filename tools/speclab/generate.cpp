@@ -41,8 +41,7 @@ void run_generate(const GenerateOptions& o) {
   printer.finish();
   std::fputc('\n', stdout);
   std::fflush(stdout);
-  std::fprintf(stderr, "stats: %s%s\n", result.stats.summary().c_str(),
-               result.stopped ? " (stopped at end of turn)" : "");
+  std::fprintf(stderr, "stats: %s%s\n", result.stats.summary().c_str(), finish_note(result.finish));
 }
 
 }  // namespace

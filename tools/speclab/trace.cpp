@@ -148,7 +148,7 @@ void run_trace(const TraceOptions& o) {
   }
   std::fprintf(stderr, "trace: %s, %s, k=%d: %s%s\n", run.model.description.c_str(),
                run.drafter ? run.drafter->name().c_str() : "none (plain decoding)", o.decode.k,
-               result.stats.summary().c_str(), result.stopped ? " (stopped at end of turn)" : "");
+               result.stats.summary().c_str(), finish_note(result.finish));
 }
 
 }  // namespace
