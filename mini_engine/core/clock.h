@@ -29,14 +29,24 @@ class WallClock final : public Clock {
 class SimulatedClock final : public Clock {
  public:
   double now() const override { return now_; }
-  // Requires seconds finite and >= 0; throws std::invalid_argument otherwise (an infinite step
-  // would make every later duration NaN).
+  // Requires seconds finite and >= 0, and now() + seconds finite; throws std::invalid_argument
+  // otherwise, and then the clock is unchanged (an infinite time would make every later duration
+  // NaN).
   void advance(double seconds) {
+    check_advance(seconds);
+    now_ += seconds;
+  }
+  // Throws what advance(seconds) would throw, changing nothing: for a caller that must know a
+  // step is valid before it changes its own state.
+  void check_advance(double seconds) const {
     if (!(seconds >= 0.0) || !std::isfinite(seconds)) {
       throw std::invalid_argument("SimulatedClock::advance: seconds must be finite and >= 0, got " +
                                   std::to_string(seconds));
     }
-    now_ += seconds;
+    if (!std::isfinite(now_ + seconds)) {
+      throw std::invalid_argument("SimulatedClock::advance: now " + std::to_string(now_) + " + " +
+                                  std::to_string(seconds) + " seconds is not finite");
+    }
   }
 
  private:

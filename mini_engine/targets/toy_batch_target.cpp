@@ -97,11 +97,14 @@ std::vector<Logits> ToyBatchTarget::extend_batch(std::span<const BatchItem> item
     }
     total += static_cast<int>(items[j].tokens.size());
   }
+  // The call's time is checked before any sequence changes (finite fields can add up to inf).
+  const double seconds = cost_.seconds(total);
+  clock_.check_advance(seconds);
   std::vector<Logits> out;
   out.reserve(items.size());
   for (const BatchItem& item : items)
     out.push_back(at(item.seq, "extend_batch").extend(item.tokens));
-  clock_.advance(cost_.seconds(total));
+  clock_.advance(seconds);
   ++calls_;
   fed_tokens_ += total;
   return out;

@@ -153,6 +153,30 @@ TEST_SUITE("engine / batch target") {
     CHECK_THROWS_AS(ToyBatchTarget{bad}, std::invalid_argument);
   }
 
+  TEST_CASE("a call whose time would not be finite changes nothing") {
+    // Finite fields can still add up to infinity: the call used to extend every sequence and
+    // only then throw from the clock, leaving tokens the header promised it would not.
+    ToyCostModel huge;
+    huge.fixed_seconds = std::numeric_limits<double>::max();
+    huge.per_token_seconds = std::numeric_limits<double>::max();
+    huge.validate();
+    ToyBatchTarget batch(markov_cfg(), huge);
+    const int s = batch.add_sequence();
+    const V three = {1, 2, 3};
+    std::vector<BatchItem> items = {{s, three}};
+    CHECK_THROWS_WITH_AS(batch.extend_batch(items), doctest::Contains("must be finite"),
+                         std::invalid_argument);
+    CHECK(batch.length(s) == 0);
+    CHECK(batch.calls() == 0);
+    CHECK(batch.clock().now() == 0.0);
+    // One step is finite, but the clock would pass the largest double: refused, clock unchanged.
+    SimulatedClock clock;
+    clock.advance(1e308);
+    CHECK_THROWS_WITH_AS(clock.advance(1e308), doctest::Contains("not finite"),
+                         std::invalid_argument);
+    CHECK(clock.now() == 1e308);
+  }
+
   TEST_CASE("a SequenceView runs the single-sequence loops on one sequence of a batch target") {
     ToyTargetConfig cfg;
     cfg.regime = ToyRegime::periodic;
