@@ -31,6 +31,11 @@ std::span<const float> Logits::row(int i) const { return const_cast<Logits*>(thi
 void require_finite_choices(const Logits& logits, std::span<const Token> chosen,
                             std::int64_t first_position, const std::string& who) {
   for (size_t i = 0; i < chosen.size(); ++i) {
+    if (chosen[i] < 0 || chosen[i] >= logits.vocab()) {
+      throw std::invalid_argument(who + ": require_finite_choices: token id " +
+                                  std::to_string(chosen[i]) + " is outside the vocabulary [0, " +
+                                  std::to_string(logits.vocab()) + ")");
+    }
     const float score = logits.row(static_cast<int>(i))[static_cast<size_t>(chosen[i])];
     // -infinity is a score, not a breakdown: a target may rule a token out with it.
     if (std::isnan(score) || score == std::numeric_limits<float>::infinity()) {

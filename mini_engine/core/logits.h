@@ -34,8 +34,9 @@ class Logits {
 // Throws std::runtime_error "<who>: the logit of the token chosen at position P is NaN..." when,
 // for some i, row i's score for chosen[i] is NaN or +infinity: the model's numbers broke down (a
 // corrupt model, a kernel bug), and what it chose is noise. (-infinity is a score: a target may
-// rule tokens out with it.) chosen[i] is the token at position first_position + i. Requires
-// chosen.size() <= rows() and every id in [0, vocab()); reads nothing else.
+// rule tokens out with it.) chosen[i] is the token at position first_position + i. Throws
+// std::out_of_range when chosen.size() > rows() and std::invalid_argument for an id outside
+// [0, vocab()), before reading it.
 void require_finite_choices(const Logits& logits, std::span<const Token> chosen,
                             std::int64_t first_position, const std::string& who);
 

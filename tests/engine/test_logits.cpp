@@ -74,4 +74,26 @@ TEST_SUITE("engine / logits") {
   TEST_CASE("argmax of an empty row is an error, not a read past the end") {
     CHECK_THROWS_AS(argmax(std::span<const float>()), std::invalid_argument);
   }
+
+  TEST_CASE("require_finite_choices names a NaN choice and refuses ids it cannot read") {
+    Logits l(2, 8);
+    l.row(1)[5] = std::numeric_limits<float>::quiet_NaN();
+    l.row(0)[2] = -INFINITY;  // a score: a token ruled out, not a breakdown
+    const std::vector<Token> fine = {2, 4}, broken = {3, 5};
+    CHECK_NOTHROW(require_finite_choices(l, fine, 10, "toy"));
+    CHECK_THROWS_WITH_AS(
+        require_finite_choices(l, broken, 10, "toy"),
+        doctest::Contains("toy: the logit of the token chosen at position 11 is NaN"),
+        std::runtime_error);
+    // An id outside the vocabulary used to be read past the row (ASan: heap-buffer-overflow).
+    for (Token bad : {8, 100, -1}) {
+      CAPTURE(bad);
+      const std::vector<Token> ids = {bad};
+      CHECK_THROWS_WITH_AS(require_finite_choices(l, ids, 0, "toy"),
+                           doctest::Contains("outside the vocabulary [0, 8)"),
+                           std::invalid_argument);
+    }
+    const std::vector<Token> three = {1, 1, 1};
+    CHECK_THROWS_AS(require_finite_choices(l, three, 0, "toy"), std::out_of_range);
+  }
 }
