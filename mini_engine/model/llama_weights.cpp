@@ -68,6 +68,10 @@ class Loader {
       fail("tensor '" + name + "' has type " + ggml_type_name(static_cast<std::uint32_t>(t.type)) +
            "; CpuLlama supports Q4_0, Q4_1 and Q8_0 matrices");
     }
+    // Every ggml block starts with fp16 scales, which the kernels read as 2-byte values.
+    if (reinterpret_cast<std::uintptr_t>(t.data) % alignof(std::uint16_t) != 0) {
+      fail("tensor '" + name + "' is not 2-byte aligned in the file");
+    }
     QuantMatrix m;
     m.type = t.type;
     m.data = t.data;

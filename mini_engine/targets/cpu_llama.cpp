@@ -193,10 +193,15 @@ std::unique_ptr<CpuLlama> CpuLlama::open(const std::string& path, CpuLlamaOption
 
 CpuLlama::CpuLlama(GgufFile file, CpuLlamaOptions options)
     : file_(std::move(file)), w_(load_llama_weights(file_)), options_(options) {
-  if (options.threads < 0 || options.max_context < 0) {
-    throw std::invalid_argument("CpuLlamaOptions: threads and max_context must be >= 0 (got " +
-                                std::to_string(options.threads) + ", " +
-                                std::to_string(options.max_context) + ")");
+  if (options.threads < 0 || options.threads > kMaxCpuThreads) {
+    throw std::invalid_argument("CpuLlamaOptions: threads must be in [0, " +
+                                std::to_string(kMaxCpuThreads) + "] (0 = every core), got " +
+                                std::to_string(options.threads));
+  }
+  if (options.max_context < 0) {
+    throw std::invalid_argument(
+        "CpuLlamaOptions: max_context must be >= 0 (0 = the model's), got " +
+        std::to_string(options.max_context));
   }
   threads_ = options.threads > 0
                  ? options.threads

@@ -21,8 +21,11 @@
 
 namespace speclab {
 
+// The most worker threads CpuLlamaOptions::threads may ask for (each has its own buffers).
+inline constexpr int kMaxCpuThreads = 1024;
+
 struct CpuLlamaOptions {
-  int threads = 0;  // worker threads; 0 = every core (std::thread::hardware_concurrency).
+  int threads = 0;  // worker threads, 0..kMaxCpuThreads; 0 = every core (hardware_concurrency).
                     // A thread that waits for another spins ~50 us, then sleeps
                     // (spin_barrier.h): cores busy with other programs slow a pass, not stall it
   int max_context = 0;  // the most tokens a sequence may hold; 0 = the model's

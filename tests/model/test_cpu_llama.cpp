@@ -187,6 +187,25 @@ TEST_SUITE("engine_forward / loading a Llama GGUF") {
     CHECK(load_error(s2).find("head_count_kv = 3 does not divide") != std::string::npos);
   }
 
+  TEST_CASE("a quantized matrix at an odd address is rejected, not read misaligned") {
+    // A file may set general.alignment to 1; ggml blocks start with fp16 scales, which the
+    // kernels read as 2-byte values (undefined behaviour at an odd address; UBSan reported it).
+    // One of two name lengths puts the data section, and token_embd.weight, at an odd offset.
+    int odd = 0;
+    for (const char* name : {"t", "tt"}) {
+      TinyLlamaSpec s;
+      s.alignment = 1;
+      s.name = name;
+      const auto bytes = testing::build_tiny_llama(s);
+      const GgufFile file = GgufFile::parse(bytes, "tiny.gguf");
+      const auto at = reinterpret_cast<std::uintptr_t>(file.tensor("token_embd.weight")->data);
+      if (at % 2 == 0) continue;
+      ++odd;
+      CHECK(load_error(s).find("'token_embd.weight' is not 2-byte aligned") != std::string::npos);
+    }
+    CHECK(odd == 1);
+  }
+
   TEST_CASE("an unsupported matrix type is rejected naming the type") {
     TinyLlamaSpec s;
     s.type_override["blk.0.attn_q.weight"] = 0;  // F32
@@ -388,6 +407,19 @@ TEST_SUITE("engine_forward / the KV cache and rollback") {
                          doctest::Contains("maximum context of 1200"), ContextOverflow);
     CHECK_THROWS_AS(t.target->append(std::vector<Token>{}), std::invalid_argument);
     CHECK(t.target->length() == 600);
+  }
+
+  TEST_CASE("bad options are rejected naming the field") {
+    // threads sizes per-thread buffers and the OpenMP team: a huge count used to go through.
+    for (int bad : {-1, kMaxCpuThreads + 1, 1 << 30}) {
+      CAPTURE(bad);
+      CHECK_THROWS_WITH_AS(make_tiny(TinyLlamaSpec{}, {.threads = bad}),
+                           doctest::Contains("threads must be in [0, 1024]"),
+                           std::invalid_argument);
+    }
+    CHECK_THROWS_WITH_AS(make_tiny(TinyLlamaSpec{}, {.max_context = -1}),
+                         doctest::Contains("max_context must be >= 0"), std::invalid_argument);
+    CHECK(make_tiny(TinyLlamaSpec{}, {.threads = 3}).target->threads() == 3);
   }
 
   TEST_CASE("tiny model: truncate then re-extend reproduces the logits") {

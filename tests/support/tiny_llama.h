@@ -25,7 +25,10 @@ struct TinyLlamaSpec {
   std::uint32_t quantization_version = 2;  // general.quantization_version, as llama.cpp writes
   bool tied = true;                        // no output.weight
   std::uint64_t seed = 1;
-  std::set<std::string> omit;  // metadata keys or tensor names to leave out
+  std::string name = "tiny-test-llama";  // general.name (its length moves the data section)
+  std::uint32_t alignment = 32;          // the file's data alignment; other values are written
+                                         // as general.alignment
+  std::set<std::string> omit;            // metadata keys or tensor names to leave out
   std::map<std::string, std::vector<std::uint64_t>> shape_override;  // tensor -> ggml shape
   std::map<std::string, std::uint32_t> type_override;                // tensor -> ggml type id
 };
@@ -83,7 +86,8 @@ inline std::vector<std::uint8_t> build_tiny_llama(const TinyLlamaSpec& s) {
     if (!s.omit.count(k)) w.kv_f32(k, v);
   };
   if (!s.omit.count("general.architecture")) w.kv_string("general.architecture", s.arch);
-  w.kv_string("general.name", "tiny-test-llama");
+  w.kv_string("general.name", s.name);
+  if (s.alignment != 32) w.kv_u32("general.alignment", s.alignment);
   key_u32("general.quantization_version", s.quantization_version);
   key_u32("llama.context_length", static_cast<std::uint32_t>(s.n_ctx));
   key_u32("llama.embedding_length", static_cast<std::uint32_t>(s.n_embd));
@@ -140,7 +144,7 @@ inline std::vector<std::uint8_t> build_tiny_llama(const TinyLlamaSpec& s) {
   }
   norm("output_norm.weight");
   if (!s.tied) tensor("output.weight", s.matrix_type, s.n_embd, s.n_vocab, 0.5f);
-  return w.build();
+  return w.build(s.alignment);
 }
 
 }  // namespace speclab::testing

@@ -182,7 +182,7 @@ void add_target_flags(CLI::App& cmd, TargetOptions& o) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   cmd.add_option("--threads", o.threads, "CPU threads for the model; 0 = every core")
-      ->check(int_in(0, 1024, "CPU threads"))
+      ->check(int_in(0, kMaxCpuThreads, "CPU threads"))
       ->capture_default_str();
   cmd.add_option("--context", o.context,
                  "The most tokens the sequence may hold; 0 = the model's own limit (more is "
