@@ -62,7 +62,9 @@ int choose_k(const CostCurve& curve, int batch, std::span<const double> alpha, i
   if (max_k < 0) throw std::invalid_argument("choose_k: max_k must be >= 0");
   const int top = std::min({max_k, static_cast<int>(alpha.size()), curve.max_k()});
   int best_k = 0;
-  double best = 1.0;  // k = 0, plain decoding: the speed-up every k must beat
+  // k = 0, plain decoding: the speed-up (1) every k must beat. Asking for it checks the rates and
+  // the batch size even when no k > 0 is tried.
+  double best = expected_speedup(curve, batch, 0, alpha);
   for (int k = 1; k <= top; ++k) {
     const double s = expected_speedup(curve, batch, k, alpha);
     if (s > best) {

@@ -101,6 +101,17 @@ TEST_SUITE("lab06 / Choosing k") {
     CHECK_THROWS_AS(choose_k(flat, 1, geometric_profile(0.9, 8), -1), std::invalid_argument);
   }
 
+  TEST_CASE("bad rates or batch size are rejected even when no k > 0 is tried") {
+    // k = 0 is a candidate too, and expected_speedup checks its inputs at k = 0: a loop over
+    // k = 1..K that never runs (max_k = 0, an empty profile) must not answer 0 unchecked.
+    const CostCurve c = hand_curve();
+    INFO("the hand curve covers batch sizes 1..32 (64 is outside it)");
+    CHECK_THROWS_AS(choose_k(c, 1, D{1.5, 0.5}, 0), std::invalid_argument);
+    CHECK_THROWS_AS(choose_k(c, 64, D{0.5, 0.5}, 0), std::out_of_range);
+    CHECK_THROWS_AS(choose_k(c, 64, D{}, 4), std::out_of_range);
+    CHECK(choose_k(c, 1, D{}, 4) == 0);
+  }
+
   TEST_CASE("choose_k finds the best k of all on both toy cost models") {
     for (const auto& curve : {lab06::curve_of(lab06::roofline_cost(), "roofline"),
                               lab06::curve_of(lab06::cpu_like_cost(), "cpu-like")}) {
