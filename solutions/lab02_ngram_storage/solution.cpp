@@ -77,8 +77,7 @@ std::vector<Token> draft(const NGramModel& storage, std::span<const Token> conte
   if (gamma < 0)
     throw std::invalid_argument("draft: gamma must be >= 0, got " + std::to_string(gamma));
   std::vector<Token> text(context.begin(), context.end());  // context + the draft so far
-  std::vector<Token> out;
-  out.reserve(static_cast<std::size_t>(gamma));
+  std::vector<Token> out;  // not reserved: gamma is a limit (INT_MAX would reserve 8 GB)
   while (static_cast<int>(out.size()) < gamma) {
     const Prediction p = storage.next_token(text);
     Token next = p.token;

@@ -11,7 +11,8 @@ namespace speclab {
 
 std::vector<Token> top_k_tokens(std::span<const float> row, int k) {
   if (k < 0) throw std::invalid_argument("top_k_tokens: k must be >= 0, got " + std::to_string(k));
-  const auto keep = static_cast<std::size_t>(k);
+  // No row has more than row.size() tokens to return (k may be far larger: INT_MAX reserved 8 GB).
+  const auto keep = std::min(static_cast<std::size_t>(k), row.size());
   // One pass over the row, holding the best tokens seen so far, best first. A token must beat
   // `bar`: -infinity (impossible tokens never count; NaN fails every comparison) while the list
   // has room, then the list's last score. With k much smaller than the vocabulary almost every
