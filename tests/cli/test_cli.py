@@ -149,10 +149,15 @@ class BadInput(unittest.TestCase):
                             "must be between 1 and 64 (drafts per round), got 0")
     def test_n_larger_than_the_context(self):
         self.assert_refused(["generate", "--model", "toy", "--context", "64", "--max-new-tokens",
-                             "32", "--n", "100"], "--n 100 is larger than the context")
+                             "32", "--n", "100"], "--n 100 is too long for the context")
         self.assert_refused(["bench", "--model", "toy", "--n", "500", "--max-new-tokens", "16",
                              "--repeats", "1", "--csv", "", "--json", ""],
-                            "is larger than the context")
+                            "is too long for the context")
+        # Equal is too long too (an n-gram is of use only with a token after it), and was
+        # called "larger".
+        self.assert_refused(["generate", "--model", "toy", "--prompt", "5", "--max-new-tokens",
+                             "2", "--context", "3", "--n", "3"],
+                            "--n 3 is too long for the context: this run holds at most 3 tokens")
 
     def test_prompt_plus_new_tokens_past_the_context(self):
         # --context 64 is below what the toy target can hold, so raising it is the way out.
@@ -236,7 +241,103 @@ class BadInput(unittest.TestCase):
         self.assert_refused(["generate", "--model", "toy", "--drafter", "auto", "--auto-inner",
                              "auto"], "--auto-inner")
         self.assert_refused(["generate", "--model", "toy", "--drafter", "ngram", "--n", "1"],
-                            "--drafter ngram: ", "n must be >= 2")
+                            "--drafter ngram: --n 1 is too small")
+
+    def test_a_drafter_option_out_of_its_range_is_named_by_its_flag(self):
+        # The drafters' own errors named their config fields ("max_matching_ngram_size (k)"),
+        # and a drafter steered by auto was named instead of --drafter auto.
+        for args, needles in [
+                (["--drafter", "pool", "--n", "65"],
+                 ["--drafter pool: --n 65 is too large", "[1, 64]"]),
+                (["--drafter", "auto", "--auto-inner", "ngram", "--n", "1"],
+                 ["--drafter auto --auto-inner ngram: --n 1 is too small"]),
+                (["--drafter", "nasd", "--n", "3", "--min-context", "3"],
+                 ["--drafter nasd: --min-context 3 is too large", "n - 1 = 2"]),
+                (["--drafter", "sa+ngram", "--n", "1"], ["--drafter sa+ngram: --n 1 is too small"]),
+        ]:
+            err = self.assert_refused(["generate", "--model", "toy", "--max-new-tokens", "100",
+                                       *args], *needles)
+            self.assertNotIn("Config", err)
+            self.assertNotIn("NGramStorage", err)
+
+    def test_an_unknown_subcommand_is_named(self):
+        for word in ("genrate", "foo"):
+            self.assert_refused([word, "--model", "toy"], f"unknown subcommand '{word}'",
+                                "demo, generate, chat, bench, trace")
+
+    def test_a_nul_byte_in_the_input_is_shown_not_cut_short(self):
+        # The message was printed as a C string: it stopped at the NUL, before "is not one".
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "nul.txt")
+            Path(path).write_bytes(b"1 2\x00 3")
+            self.assert_refused(["generate", "--model", "toy", "--prompt-file", path],
+                                "'2\\x00' is not one")
+        self.assert_refused(["chat", "--model", "toy"], "'4\\x00' is not one",
+                            stdin=b"3 4\x00\n")
+
+    def test_a_prompt_file_too_large_for_any_context_is_refused_unread(self):
+        # It was read whole: /dev/zero ran out of memory (std::bad_alloc) or filled the RAM.
+        with tempfile.TemporaryDirectory() as tmp:
+            big = os.path.join(tmp, "big.txt")
+            with open(big, "wb") as f:
+                f.truncate(17 << 20)  # sparse: no disk used
+            self.assert_refused(["generate", "--model", "toy", "--prompt-file", big],
+                                f"--prompt-file '{big}' holds more than 16 MiB")
+        self.assert_refused(["generate", "--model", "toy", "--prompt-file", "/dev/zero"],
+                            "--prompt-file '/dev/zero' holds more than 16 MiB")
+        self.assert_refused(["generate", "--model", "toy", "--prompt-file", "-"],
+                            "--prompt-file '-' holds more than 16 MiB",
+                            stdin=b"1 " * (9 << 20))
+        self.assert_refused(["chat", "--model", "toy"], "a message of more than 16 MiB",
+                            stdin=b"1 " * (9 << 20))
+
+    def test_system_on_the_toy_target_names_system_when_it_is_not_token_ids(self):
+        self.assert_refused(["chat", "--model", "toy", "--system", "hi"],
+                            "--system: the toy target reads token ids", stdin=b"1 2 3\n")
+
+    def test_a_bad_toy_workload_names_the_workload(self):
+        for name in ("toy-foo", "toy-periodic "):
+            err = self.assert_refused(["bench", "--model", "toy", "--workload", name, "--csv", "",
+                                       "--json", ""], f"workload '{name}'",
+                                      "toy-periodic, toy-markov and toy-random")
+            self.assertNotIn("--regime", err)
+
+    def test_a_refused_bench_leaves_no_folder_behind(self):
+        # The output paths' folders were created when the paths were checked, before the other
+        # checks: a refused run left out/ (the default --csv's folder) and the like behind.
+        with tempfile.TemporaryDirectory() as tmp:
+            for args, needle in [
+                    (["--workload", "nope"], "workload 'nope'"),
+                    (["--batch", "2", "--csv", "d2/b.csv", "--json", "d3/b.json"],
+                     "--batch needs a real model"),
+                    (["--csv", "newdir/", "--json", ""], "--csv 'newdir/' names a folder"),
+                    (["--csv", "a.csv", "--json", "a.csv/"], "--json 'a.csv/' names a folder"),
+                    (["--csv", "x/y/z.csv", "--json", "", "--k", "0"], "--k")]:
+                self.assert_refused(["bench", "--model", "toy", "--repeats", "1", *args], needle,
+                                    cwd=tmp)
+                self.assertEqual(os.listdir(tmp), [], f"bench {args} left files behind")
+            # A run that goes ahead creates the folders when it writes.
+            rc, _, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic",
+                                 "--drafter", "sa", "--repeats", "1", "--max-new-tokens", "8",
+                                 "--csv", "new/b.csv", "--json", "other/deep/b.json", cwd=tmp)
+            self.assertEqual(rc, 0, err)
+            self.assertTrue(Path(tmp, "new", "b.csv").is_file())
+            self.assertTrue(Path(tmp, "other", "deep", "b.json").is_file())
+
+    def test_a_decimal_flag_takes_decimal_numbers_only(self):
+        # std::stod read hex floats: --temperature 0x10 sampled at 16.
+        for value in ("0x10", "0x1p3", " 1", "1e"):
+            self.assert_refused(["generate", "--model", "toy", "--temperature", value],
+                                "--temperature: expected a number")
+        for value in ("0x10", " 5", "+-5"):
+            self.assert_refused(["generate", "--model", "toy", "--max-new-tokens", value],
+                                "--max-new-tokens: expected a whole number")
+        # A number too small to hold is out of range, not "not a number".
+        self.assert_refused(["generate", "--model", "toy", "--temperature", "1e-400"],
+                            "--temperature: must be between 0 and 100")
+        rc, _, err = speclab("generate", "--model", "toy", "--temperature", "0.5e1",
+                             "--max-new-tokens", "4")
+        self.assertEqual(rc, 0, err)
 
     def test_flag_values_out_of_range(self):
         for args, needle in [
@@ -1018,6 +1119,26 @@ class RealModel(unittest.TestCase):
                 if case["core_round_trip_ns"] is not None:
                     self.assertAlmostEqual(case["core_round_trip_ns"]["min"],
                                            float(row["core_round_trip_ns_min"]), delta=0.01)
+
+    def test_bench_batch_mode_quotes_the_csv_fields_it_names(self):
+        # A workload is named by its file; batched mode wrote the name unquoted, so a line break
+        # or a quote in it split the row. (--workload is a comma-separated list: no commas.)
+        with tempfile.TemporaryDirectory() as tmp:
+            odd = Path(tmp) / 'edit\n"quoted".jsonl'
+            shutil.copy(ROOT / "data" / "workloads" / "code_edit.jsonl", odd)
+            csv_path = Path(tmp) / "b.csv"
+            rc, _, err = speclab("bench", "--model", "smollm2", "--threads", "1", "--workload",
+                                 str(odd), "--batch", "1", "--prompts", "1", "--repeats", "1",
+                                 "--max-new-tokens", "4", "--drafter", "sa", "--csv",
+                                 str(csv_path), "--json", "")
+            self.assertEqual(rc, 0, err)
+            import csv
+            rows = list(csv.reader(io.StringIO(csv_path.read_text())))
+            self.assertEqual(len(rows), 2, rows)
+            self.assertEqual(len(rows[1]), len(rows[0]), rows)
+            row = dict(zip(rows[0], rows[1]))
+            self.assertIn('edit\n"quoted"', row["workload"])
+            self.assertEqual(row["batch"], "1")
 
     def test_bench_model_gives_each_repeat_its_placement(self):
         """speclab_bench_model (the engine's speed tool, beside speclab): the cross-core round

@@ -71,7 +71,7 @@ TEST_SUITE("cli / factory") {
     DrafterOptions o;
     o.n = 64;
     CHECK_THROWS_WITH_AS(check_n_fits(o, *m.target, 10, 100),
-                         doctest::Contains("larger than the context"), UsageError);
+                         doctest::Contains("is too long for the context"), UsageError);
     o.n = 30;
     CHECK_THROWS_AS(check_n_fits(o, *m.target, 10, 20), UsageError);  // 10 + 20 tokens at most
     o.n = 3;

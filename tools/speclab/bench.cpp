@@ -170,10 +170,11 @@ int run_bench(const BenchOptions& o) {
   // The workloads and the model(s) they run on: one model for a real LLM, one toy target per
   // regime for the toy.
   const bool toy = o.target.model == "toy";
+  const std::vector<std::string> toy_names = {"toy-periodic", "toy-markov", "toy-random"};
   std::vector<std::string> names = o.workloads;
   if (names.empty()) {
     if (toy) {
-      names = {"toy-periodic", "toy-markov", "toy-random"};
+      names = toy_names;
     } else {
       names = shipped_workloads();
     }
@@ -183,7 +184,7 @@ int run_bench(const BenchOptions& o) {
   Model shared;
   for (const std::string& name : names) {
     if (toy) {
-      if (!name.starts_with(kToyPrefix)) {
+      if (std::find(toy_names.begin(), toy_names.end(), name) == toy_names.end()) {
         if (looks_like_workload_path(name)) open_input_file(name, "workload");  // a bad path first
         throw UsageError("workload '" + name +
                          "': the toy target reads token ids, so it runs the built-in workloads "

@@ -218,28 +218,28 @@ void print_table(const BatchBenchSettings& s, const Model& model, const BatchRun
 
 void write_csv(const std::string& path, const BatchBenchSettings& s, const Model& model,
                const BatchRun& run) {
-  open_output_file(path, "--csv").close();  // creates its folder, names a failure
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) throw std::runtime_error("bench: cannot write " + path);
-  std::fprintf(f,
-               "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
-               "batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
-               "spec_seconds_median,speedup_median,decode_speedup,mismatches,run_cost,"
-               "draft_us_per_token,core_round_trip_ns_min,core_round_trip_ns_max\n");
+  std::ofstream out = open_output_file(path, "--csv");
+  out << "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
+         "batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
+         "spec_seconds_median,speedup_median,decode_speedup,mismatches,run_cost,"
+         "draft_us_per_token,core_round_trip_ns_min,core_round_trip_ns_max\n";
+  char numbers[512];
   for (const BatchCaseResult& r : run.results) {
-    std::fprintf(f,
-                 "\"%s\",%s,%s,%d,%d,%s,%s,\"%s\",%d,%d,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,"
-                 "%.4f,%.4f,%d,%.4f,%.4f,%s\n",
-                 model.description.c_str(), lab_impl(), s.clock.c_str(), s.max_new_tokens,
-                 s.repeats, r.workload.c_str(), r.drafter.c_str(), r.drafter_name.c_str(), r.k, r.n,
-                 r.batch, r.al(), static_cast<long long>(r.drafted),
-                 static_cast<long long>(r.accepted), static_cast<long long>(r.emitted),
-                 static_cast<long long>(r.runs), median(r.base_seconds), median(r.spec_seconds),
-                 r.speedup(), r.decode_speedup(), r.mismatches, r.step_cost(),
-                 r.draft_us_per_token(), round_trip_csv(r.round_trip).c_str());
+    std::snprintf(numbers, sizeof numbers,
+                  "%d,%d,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,%.4f,%.4f,%d,%.4f,%.4f,%s", r.k, r.n,
+                  r.batch, r.al(), static_cast<long long>(r.drafted),
+                  static_cast<long long>(r.accepted), static_cast<long long>(r.emitted),
+                  static_cast<long long>(r.runs), median(r.base_seconds), median(r.spec_seconds),
+                  r.speedup(), r.decode_speedup(), r.mismatches, r.step_cost(),
+                  r.draft_us_per_token(), round_trip_csv(r.round_trip).c_str());
+    // Every text field through csv_field: a workload is named by its file, which may hold a
+    // comma, a quote or a line break.
+    out << csv_field(model.description) << ',' << lab_impl() << ',' << csv_field(s.clock) << ','
+        << s.max_new_tokens << ',' << s.repeats << ',' << csv_field(r.workload) << ','
+        << csv_field(r.drafter) << ',' << csv_field(r.drafter_name) << ',' << numbers << '\n';
   }
-  const bool ok = std::ferror(f) == 0;
-  if (std::fclose(f) != 0 || !ok) throw std::runtime_error("bench: writing '" + path + "' failed");
+  out.close();
+  if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
 }
 
 void write_json(const std::string& path, const BatchBenchSettings& s, const Model& model,

@@ -28,14 +28,14 @@ std::string acceptance_by_position(const SpecStats& s, const char* sep, int digi
   return out;
 }
 
+}  // namespace
+
 std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string q = "\"";
   for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
   return q + "\"";
 }
-
-}  // namespace
 
 nlohmann::ordered_json round_trip_json(const RoundTripRange& r) {
   if (r.measured == 0) return nullptr;

@@ -80,6 +80,10 @@ nlohmann::ordered_json round_trip_json(const RoundTripRange& r);
 // measured.
 std::string round_trip_csv(const RoundTripRange& r);
 
+// `s` as one CSV field (RFC 4180): as it is, or quoted with its quotes doubled when it holds a
+// comma, a quote or a line break.
+std::string csv_field(const std::string& s);
+
 // The median of `values`; 0 for none.
 double median(std::vector<double> values);
 // The median over i of num[i] / den[i], skipping an i whose den[i] is not > 0 and stopping at the

@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "factory.h"
+#include "user_files.h"
 
 namespace speclab::cli {
 namespace {
@@ -49,7 +50,12 @@ void run_chat(ChatOptions o) {
     std::fprintf(stderr, "(the toy target's messages are token ids, e.g. \"3 1 4 1 5\")\n");
   }
 
-  std::vector<Token> history = model.codec->system_prompt(o.system);
+  std::vector<Token> history;
+  try {
+    history = model.codec->system_prompt(o.system);
+  } catch (const UsageError& e) {  // the toy target's --system is token ids, like a message
+    throw UsageError(std::string("--system: ") + e.what());
+  }
   SpecStats first_turn;
   SpecStats later_turns;
   int turn = 0;  // turns answered, or being answered
@@ -83,7 +89,7 @@ void run_chat(ChatOptions o) {
       std::fputs("you> ", stdout);
       std::fflush(stdout);
     }
-    if (!std::getline(std::cin, line)) break;
+    if (!read_line_capped(std::cin, line, "a message", kMaxInputBytes)) break;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;  // nothing to answer
     std::vector<Token> prompt;

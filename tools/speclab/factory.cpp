@@ -62,7 +62,8 @@ Model load_toy(const TargetOptions& o) {
   cfg.noise = o.noise;
   // The random regime never repeats a token while the sequence is shorter than the vocabulary.
   cfg.vocab_size = cfg.regime == ToyRegime::random ? std::max(4096, o.toy_length_hint + 1) : 512;
-  if (o.context > 0) cfg.max_length = o.context;
+  // Its own limit (--context 0) is the CLI's largest context: it holds token ids, nothing more.
+  cfg.max_length = o.context > 0 ? o.context : kMaxContext;
   auto target = std::make_unique<ToyTarget>(cfg);
   Model m;
   m.codec = make_token_id_codec(target->vocab_size());
@@ -446,7 +447,31 @@ void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string
 }
 
 namespace {
-// The drafter itself, once make_drafter() has checked the name and k.
+// The drafter options' ranges that depend on the drafter (`name`: the one built, auto's inner
+// one for auto), checked in flag terms before a lab's constructor sees them: its own message
+// names its config's fields. `who` says which --drafter the user gave.
+void check_drafter_flags(const std::string& name, const DrafterOptions& o, const std::string& who) {
+  const std::string n = "--n " + std::to_string(o.n);
+  if (name == "pool" && o.n > 64) {
+    throw UsageError(who + ": " + n +
+                     " is too large: the pool's keys are at most 64 tokens (--n must be in "
+                     "[1, 64])");
+  }
+  if (name == "ngram" || name == "nasd" || name == "sa+ngram") {
+    if (o.n < 2) {
+      throw UsageError(who + ": " + n +
+                       " is too small: an n-gram model needs n >= 2 (it predicts a token from "
+                       "the n - 1 before it)");
+    }
+    if (o.min_context > o.n - 1) {
+      throw UsageError(who + ": --min-context " + std::to_string(o.min_context) +
+                       " is too large: the longest context of " + n +
+                       " is n - 1 = " + std::to_string(o.n - 1) + " tokens");
+    }
+  }
+}
+
+// The drafter itself, once make_drafter() has checked the name, k and the flags.
 std::unique_ptr<Drafter> make_lab_drafter(const DrafterOptions& o, int k) {
   if (o.drafter == "prompt-lookup") return std::make_unique<PromptLookupDrafter>(o.n);
   if (o.drafter == "ngram") {
@@ -486,34 +511,43 @@ std::unique_ptr<Drafter> make_lab_drafter(const DrafterOptions& o, int k) {
     return make_my_drafter(m);
   }
   if (o.drafter == "auto") {
-    if (o.auto_inner == "auto" || o.auto_inner == "none") {
-      throw UsageError("--auto-inner must name a drafter other than none and auto");
-    }
     DrafterOptions inner = o;
     inner.drafter = o.auto_inner;
-    std::unique_ptr<Drafter> steered = make_drafter(inner, k);
-    return std::make_unique<AutoDrafter>(std::move(steered));
+    return std::make_unique<AutoDrafter>(make_lab_drafter(inner, k));
   }
   throw std::logic_error("make_drafter: '" + o.drafter + "' is marked available but not built");
 }
 }  // namespace
 
 std::unique_ptr<Drafter> make_drafter(const DrafterOptions& o, int k) {
-  const DrafterInfo& info = drafter_info(o.drafter);
-  if (!info.available) {
-    throw UsageError(
-        "drafter '" + o.drafter + "' comes with " + info.lab +
-        ", which is not in this build yet; available: " + join(available_drafters(), ", "));
+  const auto require_available = [](const std::string& name) {
+    const DrafterInfo& info = drafter_info(name);
+    if (!info.available) {
+      throw UsageError(
+          "drafter '" + name + "' comes with " + info.lab +
+          ", which is not in this build yet; available: " + join(available_drafters(), ", "));
+    }
+  };
+  require_available(o.drafter);
+  const bool steered = o.drafter == "auto";
+  if (steered) {
+    if (o.auto_inner == "auto" || o.auto_inner == "none") {
+      throw UsageError("--auto-inner must name a drafter other than none and auto");
+    }
+    require_available(o.auto_inner);
   }
   if (k < 1 || k > 64) {
     throw UsageError("--k must be between 1 and 64 (drafts per round), got " + std::to_string(k));
   }
   if (o.drafter == "none") return nullptr;
+  const std::string who =
+      "--drafter " + o.drafter + (steered ? " --auto-inner " + o.auto_inner : "");
+  check_drafter_flags(steered ? o.auto_inner : o.drafter, o, who);
   try {
     return make_lab_drafter(o, k);
   } catch (const std::invalid_argument& e) {
-    // A lab's constructor refused an option (n too small for an n-gram model, ...).
-    throw UsageError("--drafter " + o.drafter + ": " + e.what());
+    // A lab's constructor refused an option that check_drafter_flags does not know about.
+    throw UsageError(who + ": " + e.what());
   }
 }
 
@@ -524,11 +558,12 @@ void check_n_fits(const DrafterOptions& o, const Target& target, std::size_t pro
   const long long longest = std::min<long long>(
       target.max_length(), static_cast<long long>(prompt_tokens) + max_new_tokens);
   if (o.n >= longest) {
-    throw UsageError(
-        "--n " + std::to_string(o.n) + " is larger than the context: this run holds " + "at most " +
-        std::to_string(longest) + " tokens (prompt " + std::to_string(prompt_tokens) +
-        " + max-new-tokens " + std::to_string(max_new_tokens) + ", model limit " +
-        std::to_string(target.max_length()) + "), so an n-gram that long can never repeat");
+    throw UsageError("--n " + std::to_string(o.n) +
+                     " is too long for the context: this run holds at most " +
+                     std::to_string(longest) + " tokens (prompt " + std::to_string(prompt_tokens) +
+                     " + max-new-tokens " + std::to_string(max_new_tokens) + ", model limit " +
+                     std::to_string(target.max_length()) +
+                     "), so an n-gram that long, with a token after it, never fits");
   }
 }
 

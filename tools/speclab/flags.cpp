@@ -2,21 +2,37 @@
 
 #include <charconv>
 #include <limits>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 
 namespace speclab::cli {
+
+namespace {
+
+// Whether `value` is written as a decimal number: digits and, where `real`, one point and an
+// exponent ("-3", "0.5", "2e-3"). std::stoll and std::stod also read leading spaces, and stod hex
+// floats ("0x10" is 16), infinities and NaN.
+bool decimal(const std::string& value, bool real) {
+  static const std::regex whole("[+-]?[0-9]+");
+  static const std::regex number("[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][+-]?[0-9]+)?");
+  return std::regex_match(value, real ? number : whole);
+}
+
+}  // namespace
 
 CLI::Validator int_in(long long lo, long long hi, const std::string& what) {
   return CLI::Validator(
       [lo, hi, what](std::string& value) -> std::string {
         long long v = 0;
         try {
-          size_t used = 0;
-          v = std::stoll(value, &used);
-          if (used != value.size()) throw std::invalid_argument(value);
-        } catch (const std::exception&) {
+          if (!decimal(value, false)) throw std::invalid_argument(value);
+          v = std::stoll(value);
+        } catch (const std::invalid_argument&) {
           return "expected a whole number (" + what + "), got '" + value + "'";
+        } catch (const std::out_of_range&) {
+          return "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + " (" +
+                 what + "), got " + value;
         }
         if (v < lo || v > hi) {
           return "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + " (" +
@@ -38,11 +54,12 @@ CLI::Validator real_in(double lo, double hi, const std::string& what) {
       [lo, hi, what, range](std::string& value) -> std::string {
         double v = 0;
         try {
-          size_t used = 0;
-          v = std::stod(value, &used);
-          if (used != value.size()) throw std::invalid_argument(value);
-        } catch (const std::exception&) {
+          if (!decimal(value, true)) throw std::invalid_argument(value);
+          v = std::stod(value);  // a number too large or too small to hold: out_of_range
+        } catch (const std::invalid_argument&) {
           return "expected a number (" + what + "), got '" + value + "'";
+        } catch (const std::out_of_range&) {
+          return "must be between " + range + " (" + what + "), got " + value;
         }
         if (!(v >= lo && v <= hi))
           return "must be between " + range + " (" + what + "), got " + value;

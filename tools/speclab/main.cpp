@@ -28,8 +28,20 @@ int main(int argc, char** argv) {
   add_chat(app);
   add_bench(app);
   add_trace(app);
+  std::string names;  // "demo, generate, chat, bench, trace"
   for (CLI::App* sub : app.get_subcommands({})) {
     sub->footer("Drafters and verify rules come from LAB_IMPL=" + impl + ".");
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  // CLI11 takes a mistyped subcommand for a stray argument and says only "A subcommand is
+  // required": name the word and the choices instead.
+  if (argc > 1 && argv[1][0] != '-' &&
+      app.get_subcommands([&](CLI::App* sub) { return sub->check_name(argv[1]); }).empty()) {
+    std::fprintf(stderr, "speclab: error: %s\n",
+                 UsageError(std::string("unknown subcommand '") + argv[1] +
+                            "'; the subcommands are " + names + " (speclab --help)")
+                     .what());
+    return 2;
   }
   try {
     app.parse(argc, argv);

@@ -2,8 +2,6 @@
 
 #include <fstream>
 #include <iostream>
-#include <iterator>
-#include <sstream>
 
 #include "mini_engine/targets/toy_target.h"
 #include "user_files.h"
@@ -12,13 +10,10 @@ namespace speclab::cli {
 namespace {
 
 std::string read_all(const std::string& path) {
-  if (path == "-") {
-    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  }
+  const std::string named = "--prompt-file '" + path + "'";
+  if (path == "-") return read_capped(std::cin, named, kMaxInputBytes);
   std::ifstream in = open_input_file(path, "--prompt-file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return read_capped(in, named, kMaxInputBytes);
 }
 
 bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
@@ -31,7 +26,7 @@ void add_prompt_flags(CLI::App& cmd, PromptOptions& o) {
                      "The prompt text (for the toy target: token ids, e.g. \"3 1 4 1 5\"; without "
                      "a prompt the toy target makes its own, real models need one)");
   auto* f = cmd.add_option("--prompt-file", o.prompt_file,
-                           "Read the prompt from a file ('-' = standard input)");
+                           "Read the prompt from a file ('-' = standard input); at most 16 MiB");
   p->excludes(f);
   cmd.add_option("--system", o.system,
                  "A system message (real models, in the chat template: not with --raw)");

@@ -18,11 +18,16 @@ class GgufFile;
 
 namespace speclab::cli {
 
+// `text` with each control byte but newline and tab (a NUL, an escape, DEL) written as \xNN:
+// safe to print, and not cut short at a NUL by what() (a C string).
+std::string printable(std::string_view text);
+
 // Bad input from the user (a flag value, a prompt, a file): the CLI prints the message and
-// exits with status 2. Anything else that goes wrong exits with status 1.
+// exits with status 2. Anything else that goes wrong exits with status 1. The message is kept
+// printable(): it often quotes what the user typed.
 class UsageError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit UsageError(std::string_view message) : std::runtime_error(printable(message)) {}
 };
 
 // The byte offset of the first invalid UTF-8 sequence in `text` (overlong forms, surrogates

@@ -1,5 +1,7 @@
 #include "user_files.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -26,15 +28,58 @@ std::ifstream open_input_file(const std::string& path, const std::string& what) 
   return in;
 }
 
+std::string read_capped(std::istream& in, const std::string& named, std::size_t limit) {
+  std::string out;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    out.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (out.size() > limit) throw UsageError(named + " holds more than " + mib(limit));
+  }
+  if (in.bad()) throw UsageError(named + ": reading it failed");
+  return out;
+}
+
+bool read_line_capped(std::istream& in, std::string& line, const std::string& what,
+                      std::size_t limit) {
+  line.clear();
+  std::istream::sentry ok(in, true);  // no whitespace skipped
+  if (!ok) return false;
+  std::streambuf& sb = *in.rdbuf();
+  for (;;) {
+    const int c = sb.sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      in.setstate(std::ios::eofbit);
+      if (line.empty()) in.setstate(std::ios::failbit);
+      return !line.empty();
+    }
+    if (c == '\n') return true;
+    line.push_back(static_cast<char>(c));
+    if (line.size() > limit) throw UsageError(what + " of more than " + mib(limit));
+  }
+}
+
+std::string mib(std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
 namespace {
 
-// Refuses a directory and creates the missing parent folders; returns whether the file exists.
-bool prepare_output_path(const std::string& path, const std::string& named) {
+// The status of output `path`; throws UsageError when it names a folder: one that exists, or a
+// name that ends in '/'.
+fs::file_status refuse_folder(const std::string& path, const std::string& named) {
+  if (path.ends_with('/')) {
+    throw UsageError(named + " names a folder (it ends with '/'); give a file name");
+  }
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (st.type() == fs::file_type::directory) {
     throw UsageError(named + " is a directory, not a file");
   }
+  return st;
+}
+
+// refuse_folder(), then creates the missing parent folders.
+void prepare_output_path(const std::string& path, const std::string& named) {
+  refuse_folder(path, named);
+  std::error_code ec;
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) {
     fs::create_directories(parent, ec);
@@ -43,7 +88,6 @@ bool prepare_output_path(const std::string& path, const std::string& named) {
                        "': " + ec.message());
     }
   }
-  return st.type() != fs::file_type::not_found;
 }
 
 std::string open_failure(const std::string& named) {
@@ -55,15 +99,28 @@ std::string open_failure(const std::string& named) {
 void check_output_file(const std::string& path, const std::string& what) {
   if (path.empty()) return;
   const std::string named = what + " '" + path + "'";
-  const bool existed = prepare_output_path(path, named);
-  errno = 0;
-  {
+  const fs::file_status st = refuse_folder(path, named);
+  if (st.type() != fs::file_type::not_found) {
+    errno = 0;
     std::ofstream probe(path, std::ios::app);  // append: an existing file keeps its contents
     if (!probe) throw UsageError(open_failure(named));
+    return;
   }
-  if (!existed) {
-    std::error_code ec;
-    fs::remove(path, ec);  // the real write comes after the run
+  // A new file: its nearest existing folder must be a folder we can write in. Nothing is
+  // created now (a run refused later must leave nothing behind); the write creates the rest.
+  std::error_code ec;
+  fs::path folder = fs::absolute(path, ec).parent_path();
+  while (!folder.empty() && !fs::exists(fs::symlink_status(folder, ec)) &&
+         folder != folder.root_path()) {
+    folder = folder.parent_path();
+  }
+  const fs::file_status fst = fs::status(folder, ec);
+  if (fst.type() != fs::file_type::directory) {
+    throw UsageError(named + ": cannot create it: '" + folder.string() + "' is not a folder");
+  }
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    throw UsageError(named + ": cannot create it in '" + folder.string() + "' (" +
+                     std::strerror(errno) + ")");
   }
 }
 

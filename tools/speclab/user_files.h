@@ -1,7 +1,9 @@
 #pragma once
 // Files the user named on the command line (a prompt, a workload, an output path), with errors
 // that name the flag or role, the path and the cause.
+#include <cstddef>
 #include <fstream>
+#include <istream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,10 +14,28 @@ namespace speclab::cli {
 // whether it does not exist, is a directory, or cannot be read.
 std::ifstream open_input_file(const std::string& path, const std::string& what);
 
-// Checks, before any work is done, that `path` can be written later: creates its missing parent
-// folders, and throws UsageError "<what> '<path>' ..." when it is a directory, a parent is not a
-// folder, or the file cannot be opened for writing. Leaves an existing file's contents alone and
-// no new file behind. An empty `path` (the "do not write" value) is accepted.
+// The most bytes a prompt or a chat message may hold: far more than any context holds (SmolLM2's
+// 8192 tokens are about 40 KB of text), so more is a mistake (/dev/zero, the wrong file).
+inline constexpr std::size_t kMaxInputBytes = std::size_t{16} << 20;
+
+// Reads all of `in`. Throws UsageError "<named> holds more than N MiB" past `limit` bytes (read
+// no further: /dev/zero ends there), and "<named>: reading it failed" on a read error.
+std::string read_capped(std::istream& in, const std::string& named, std::size_t limit);
+
+// Reads one line of `in` into `line`, without its '\n'; returns false at the end of the input
+// (a last line without '\n' is still a line). Throws UsageError "<what> of more than N MiB" when
+// the line passes `limit` bytes (an endless line is not read into memory).
+bool read_line_capped(std::istream& in, std::string& line, const std::string& what,
+                      std::size_t limit);
+
+// "16 MiB" for 16 << 20.
+std::string mib(std::size_t bytes);
+
+// Checks, before any work is done, that `path` can be written later, and creates nothing: throws
+// UsageError "<what> '<path>' ..." when it is a directory or ends in '/', when its nearest
+// existing parent is not a folder or cannot be written to, or when an existing file cannot be
+// opened for writing. Leaves an existing file's contents alone. An empty `path` (the "do not
+// write" value) is accepted.
 void check_output_file(const std::string& path, const std::string& what);
 
 // check_output_file() for each of `outputs` ({path, what}: "--csv", "--json", ...), after
