@@ -324,6 +324,17 @@ class BadInput(unittest.TestCase):
             self.assertTrue(Path(tmp, "new", "b.csv").is_file())
             self.assertTrue(Path(tmp, "other", "deep", "b.json").is_file())
 
+    def test_empty_and_dash_output_paths_say_what_they_mean_here(self):
+        # trace's '' failed as "cannot open it for writing"; bench wrote a file named '-'.
+        with tempfile.TemporaryDirectory() as tmp:
+            self.assert_refused(["trace", "--model", "toy", "--out", ""],
+                                "--out '': give a file, or - for standard output", cwd=tmp)
+            for flag, other in (("--csv", "--json"), ("--json", "--csv")):
+                self.assert_refused(["bench", "--model", "toy", flag, "-", other, ""],
+                                    f"{flag} '-': bench prints its table on standard output",
+                                    cwd=tmp)
+            self.assertEqual(os.listdir(tmp), [])
+
     def test_a_decimal_flag_takes_decimal_numbers_only(self):
         # std::stod read hex floats: --temperature 0x10 sampled at 16.
         for value in ("0x10", "0x1p3", " 1", "1e"):

@@ -151,6 +151,13 @@ int run_bench(const BenchOptions& o) {
   }
   // A long run must not end in "cannot write", nor one output overwrite the other: check the
   // output paths before any work (batched mode's too: it writes the same two files).
+  for (const auto& [path, flag] : {std::pair{o.csv, "--csv"}, std::pair{o.json, "--json"}}) {
+    if (path == "-") {  // trace's "standard output", but bench prints its table there
+      throw UsageError(std::string(flag) +
+                       " '-': bench prints its table on standard output; give a file, or '' to "
+                       "leave this one out");
+    }
+  }
   check_output_files({{o.csv, "--csv"}, {o.json, "--json"}});
   DecodeOptions decode;
   decode.temperature = o.temperature;

@@ -82,6 +82,7 @@ class RemoveOnSignal {
 };
 
 void run_trace(const TraceOptions& o) {
+  if (o.out.empty()) throw UsageError("--out '': give a file, or - for standard output");
   OnePromptRun run = prepare_one_prompt_run(o.target, o.drafter, o.decode, o.prompt);
 
   // The lines go to a file beside --out (beside the file a link names), renamed over it once
