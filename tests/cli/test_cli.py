@@ -1339,4 +1339,6 @@ class StarterImpl(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    sys.path.insert(0, str(ROOT / "tests" / "support"))
+    import ctest_unittest
+    ctest_unittest.main()

@@ -5,25 +5,27 @@
 #include <stdexcept>
 
 #include "core_probe.h"
+#include "test_util.h"
 
 using namespace speclab;
 
 namespace {
 
-// Whether this process may run on two CPUs or more; if not, the test says why it measures nothing.
-bool two_cpus_or_say_why() {
+// Ends the case as SKIPPED unless this process may run on two CPUs or more: with one there is no
+// round trip to measure, and the case must not pass having checked nothing.
+void require_two_cpus() {
   cpu_set_t mine;
   REQUIRE(sched_getaffinity(0, sizeof mine, &mine) == 0);
-  if (CPU_COUNT(&mine) >= 2) return true;
-  MESSAGE("this process may run on one CPU only: nothing to measure here");
-  return false;
+  if (CPU_COUNT(&mine) < 2) {
+    testing::skip("this process may run on one CPU only: no cross-core round trip to measure");
+  }
 }
 
 }  // namespace
 
 TEST_SUITE("cli / core probe") {
   TEST_CASE("the cross-core round trip is measured between two CPUs, in a plausible range") {
-    if (!two_cpus_or_say_why()) return;
+    require_two_cpus();
     const CoreRoundTrip rt = measure_core_round_trip();
     INFO(rt.error);
     REQUIRE(rt.ok());
@@ -66,7 +68,7 @@ TEST_SUITE("cli / core probe") {
   }
 
   TEST_CASE("probes that are not skipped measure, where there are two CPUs") {
-    if (!two_cpus_or_say_why()) return;
+    require_two_cpus();
     RoundTripProbes probes;
     const RoundTripRange around = probes.next();
     CHECK(around.measured == 2);
