@@ -183,16 +183,31 @@ TEST_SUITE("engine / speculative loop") {
   }
 
   TEST_CASE("a second turn reuses the target's prefix instead of recomputing it") {
-    ToyTarget t(ToyTargetConfig{});
-    auto prompt = t.make_prompt(10);
-    DecodeConfig dc;
-    dc.max_new_tokens = 5;
-    const auto first = run_baseline(t, prompt, dc);
-    prompt.insert(prompt.end(), first.tokens.begin(), first.tokens.end());
-    prompt.push_back(3);
-    const auto second = run_baseline(t, prompt, dc);
-    ToyTarget fresh(ToyTargetConfig{});
-    CHECK(run_baseline(fresh, prompt, dc).tokens == second.tokens);
+    // The toy's logits depend on the tokens alone, so equal outputs cannot show reuse: count the
+    // rows the second turn feeds. The target holds turn 1's prompt and reply but its last token
+    // (14 tokens); turn 2's prefill needs 15, so it appends exactly 1.
+    for (const bool speculative : {false, true}) {
+      CAPTURE(speculative);
+      CountingTarget t;
+      auto prompt = t.inner.make_prompt(10);
+      DecodeConfig dc;
+      dc.max_new_tokens = 5;
+      PromptLookupDrafter d(1);
+      const auto run = [&](const std::vector<Token>& p) {
+        return speculative ? run_speculative(t, d, greedy_verify_rule(), p, dc)
+                           : run_baseline(t, p, dc);
+      };
+      const auto first = run(prompt);
+      CHECK(t.appended_rows == 9);
+      prompt.insert(prompt.end(), first.tokens.begin(), first.tokens.end());
+      prompt.push_back(3);
+      const int appended = t.appended_rows, extended = t.extended_rows;
+      const auto second = run(prompt);
+      CHECK(t.appended_rows - appended == 1);
+      if (!speculative) CHECK(t.extended_rows - extended == 5);  // one row per decode step
+      ToyTarget fresh(ToyTargetConfig{});
+      CHECK(run_baseline(fresh, prompt, dc).tokens == second.tokens);
+    }
   }
 
   TEST_CASE("the loops time prefill, draft and verify on the clock the config names") {
