@@ -187,9 +187,10 @@ function(speclab_add_lab lab)
     endif()
     add_library(${lib} STATIC ${exclude} ${src_${impl}})
     target_include_directories(${lib} PUBLIC ${api_dir})
-    if(impl STREQUAL "starter")
+    if(NOT impl STREQUAL "solution")
       # The student's file is built with libstdc++'s checks: an index or std::span::last() out
       # of range aborts naming the check, where it would otherwise read past the data silently.
+      # A mutant is a student's mistake, so it is built the same way.
       target_compile_definitions(${lib} PRIVATE _GLIBCXX_ASSERTIONS)
     endif()
     # LAB_DEPS come first, so that the starter's own <dep>_starter resolves the earlier labs'
