@@ -85,9 +85,10 @@ def _read_output(f):
     return f"{head}\n[... {size - 2 * OUTPUT_KEEP} bytes of output left out ...]\n{tail}"
 
 
-def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=256):
+def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=256, cwd=None):
     """Runs one doctest case in its own process group, under an address-space limit of mem_mb
-    MiB (0: none) and an output limit of output_mb MiB. Returns a CaseRun."""
+    MiB (0: none; per process: a case's own child processes each get the same limit) and an
+    output limit of output_mb MiB, in the folder `cwd` (None: this one). Returns a CaseRun."""
     if not os.path.exists(exe):
         return CaseRun("missing", f"test executable {exe} does not exist: build it first")
     # doctest splits filters at commas; a backslash escapes one.
@@ -110,7 +111,7 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
     start = time.monotonic()
     with tempfile.TemporaryFile() as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                preexec_fn=limits, env=env)
+                                preexec_fn=limits, env=env, cwd=cwd)
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

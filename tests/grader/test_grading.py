@@ -15,6 +15,7 @@ import shlex
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -67,6 +68,15 @@ class PointsFiles(TempDir):
                                     "second case": 0.5})
         self.assertEqual(p.total, 2.5)
         check_points(p, ["second case", "first case: with, punctuation -> ok"], "lab01")
+
+    def test_a_byte_order_mark_is_not_part_of_the_first_line(self):
+        # Notepad's UTF-8 adds one: "'\ufeff3' is not a number of points", the mark invisible.
+        for first in ("3 first case", "# a comment"):
+            with self.subTest(first=first):
+                path = self.write("bom.txt", ("\ufeff" + first + "\n1 second case\n").encode())
+                p = read_points(path)
+                self.assertEqual(p.values.get("first case", 3.0), 3.0)
+                self.assertEqual(p.values["second case"], 1.0)
 
     def test_a_case_without_points_is_an_error_that_lists_the_line_to_add(self):
         p = self.points("1 a\n")
@@ -175,6 +185,82 @@ class Submissions(TempDir):
         s = self.load(path)
         self.assertEqual(s.manifest_labs(), ["lab01"])
         self.assertTrue(any("differs from the checksum" in n for n in s.notes))
+
+    def test_a_zip_whose_file_cannot_be_read_is_a_submission_error(self):
+        # Damaged data raised zlib.error (a bad CRC BadZipFile, a password RuntimeError) out of
+        # load(), which stopped a whole batch with a traceback instead of skipping this one.
+        path = os.path.join(self.tmp, "damaged.zip")
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr(EDITABLE, "int q;\n" * 2000)
+        with zipfile.ZipFile(path) as zf:
+            info = zf.getinfo(EDITABLE)
+        data = bytearray(open(path, "rb").read())
+        name_len, extra_len = struct.unpack("<HH", data[info.header_offset + 26:
+                                                         info.header_offset + 30])
+        start = info.header_offset + 30 + name_len + extra_len  # the compressed bytes
+        for i in range(start + 2, start + info.compress_size - 2):
+            data[i] ^= 0xFF
+        with open(path, "wb") as f:
+            f.write(data)
+        with self.assertRaises(SubmissionError) as e:
+            self.load(path)
+        self.assertIn(f"cannot read {EDITABLE} from the zip", str(e.exception))
+
+    def test_a_malformed_manifest_is_noted_and_ignored_field_by_field(self):
+        # {"labs": 5} raised TypeError in manifest_labs; a path that is a list, in the checks.
+        for manifest, note in (({"labs": 5}, "labs: not a list"),
+                               ({"labs": ["lab01"], "files": [{"path": ["x"], "sha256": "0"}],
+                                 "headers": "all"}, "malformed files entries")):
+            with self.subTest(manifest=manifest):
+                path = os.path.join(self.tmp, "m.zip")
+                with zipfile.ZipFile(path, "w") as zf:
+                    zf.writestr(EDITABLE, "int z;\n")
+                    zf.writestr("MANIFEST.json", json.dumps(manifest))
+                s = self.load(path)
+                self.assertTrue(any(note in n for n in s.notes), s.notes)
+                self.assertIn(s.manifest_labs(), ([], ["lab01"]))
+                self.assertEqual(cli.changed_headers(s, LAB), [])
+                self.assertEqual(s.files, {EDITABLE: b"int z;\n"})
+
+    def test_a_zip_from_a_mac_is_found_under_its_folder(self):
+        # Finder adds __MACOSX/ and .DS_Store beside the folder: the wrapper was not found and
+        # the submission scored 0 as not submitted.
+        path = os.path.join(self.tmp, "alice.zip")
+        with zipfile.ZipFile(path, "w") as zf:
+            zf.writestr(f"alice/{EDITABLE}", "int m;\n")
+            zf.writestr(f"__MACOSX/alice/labs/lab01_prompt_lookup/._starter.cpp", "junk")
+            zf.writestr("alice/.DS_Store", "junk")
+        s = self.load(path)
+        self.assertEqual(s.files, {EDITABLE: b"int m;\n"})
+        self.assertTrue(any("ignored 2 file(s) a desktop adds" in n for n in s.notes), s.notes)
+
+    def test_a_file_that_looks_editable_but_is_not_read_is_named(self):
+        self.write("sub/labs/lab01_prompt_lookup/Starter.cpp", b"int c;\n")
+        s = self.load(os.path.join(self.tmp, "sub"))
+        self.assertEqual(s.files, {})
+        self.assertTrue(any("labs/lab01_prompt_lookup/Starter.cpp was not graded" in n
+                            for n in s.notes), s.notes)
+        self.write(f"both/{EDITABLE}", b"int a;\n")
+        self.write("both/starter.cpp", b"int b;\n")
+        s = self.load(os.path.join(self.tmp, "both"))
+        self.assertTrue(any("both starter.cpp at the top and" in n for n in s.notes), s.notes)
+
+    def test_names_that_are_not_utf8_or_hold_escapes_are_made_printable(self):
+        # A folder named with a byte that is not UTF-8 broke summary.csv (UnicodeEncodeError),
+        # and an escape sequence in a file name reached the instructor's terminal.
+        root = os.path.join(self.tmp.encode(), b"odd\xff")
+        os.makedirs(os.path.join(root, os.path.dirname(EDITABLE).encode()))
+        with open(os.path.join(root, EDITABLE.encode()), "wb") as f:
+            f.write(b"int u;\n")
+        with open(os.path.join(root, b"notes\xfe\x1b[2J.txt"), "wb") as f:
+            f.write(b"x")
+        s = self.load(os.fsdecode(root))
+        self.assertEqual(s.files, {EDITABLE: b"int u;\n"})
+        for text in (s.name, s.path, *s.notes, *s.ignored_other):
+            text.encode("utf-8")  # strict: no lone surrogates
+            self.assertNotIn("\x1b", text)
+        self.assertEqual(s.name, "odd\\xff")
+        self.assertIn("notes\\xfe\\x1b[2J.txt", s.ignored_other)
 
     def test_an_oversized_file_is_refused(self):
         self.write(f"sub/{EDITABLE}", b"/" * (submission.MAX_FILE_BYTES + 1))
@@ -413,6 +499,23 @@ class CaseRunner(unittest.TestCase):
         for pid in pids:
             with self.subTest(pid=pid):
                 self.assertFalse(os.path.exists(f"/proc/{pid}"), "still running after its case")
+
+    def test_cases_run_in_a_scratch_folder_and_control_characters_are_escaped(self):
+        # A case's debug log landed in the folder tools/grade was started from (the
+        # instructor's checkout), and its escape sequences reached the instructor's terminal.
+        exe = fake_case(f"""\
+            open("speclab_debug.log", "w").write("x")
+            print("ERROR: \\x1b[2J\\x1b[31mALL TESTS PASSED")
+            {SUMMARY.format(p=0, f=1)}
+            sys.exit(1)
+            """)
+        self.addCleanup(os.remove, exe)
+        before = set(os.listdir("."))
+        [r] = runner.run_cases(exe, [("case", "s")], {"case": 1.0}, "lab01", False, 10, 0, 1)
+        self.assertEqual(set(os.listdir(".")), before)
+        self.assertEqual(r.status, "failed")
+        self.assertNotIn("\x1b", r.summary + r.output)
+        self.assertIn("\\x1b[2J", r.summary)
 
     def test_a_case_that_never_ends_is_killed_at_its_timeout(self):
         r = self.run_fake("time.sleep(60)", timeout=1)
@@ -852,6 +955,10 @@ class Summary(TempDir):
         # The same submission twice: nothing left to qualify with but a number.
         self.assertEqual(cli.unique_names(["/t/alice.zip", "/t/alice.zip"]),
                          ["t-alice", "t-alice-2"])
+        # summary.csv sits beside the report folders: a submission of that name is numbered.
+        self.assertEqual(cli.unique_names(["/t/summary.csv.zip"]), ["summary.csv-2"])
+        # A name that is not UTF-8 (os.walk's surrogates) is written with \xNN.
+        self.assertEqual(cli.unique_names(["/t/b\udcffd"]), ["b\\xffd"])
 
     def test_the_summary_has_each_path_and_each_labs_score_and_status(self):
         lab02 = Lab("lab02", "lab02_ngram_storage", 30.0, 2048)
@@ -1193,8 +1300,8 @@ class GradeRefusals(TempDir):
                 self.assertIn(f"got {value}", p.stderr)
         for value in (0, 64, 2048):
             self.assertEqual(cli.parser().parse_args(["s", "--mem-mb", str(value)]).mem_mb, value)
-        self.assertIn("--mem-mb M address-space limit of one test case in MiB, at least 64, or 0 "
-                      "for none", " ".join(cli.parser().format_help().split()))
+        self.assertIn("--mem-mb M address-space limit of each process of one test case in MiB, at "
+                      "least 64, or 0 for none", " ".join(cli.parser().format_help().split()))
 
     def test_limits_out_of_range_are_usage_errors_that_name_the_flag(self):
         for flag, value in (("--timeout", "0"), ("--timeout", "-1"), ("--timeout", "nan"),
@@ -1207,6 +1314,16 @@ class GradeRefusals(TempDir):
                 self.assertIn(f"argument {'-j/--jobs' if flag in ('-j', '--jobs') else flag}: ",
                               p.stderr)
                 self.assertIn(value, p.stderr)
+        # Past the system's own limits these used to end in a traceback (OverflowError from a
+        # timeout's milliseconds, an rlimit that does not fit).
+        for flag, value in (("--timeout", "2.2e6"), ("--build-timeout", "1e9"),
+                            ("--mem-mb", "99999999999999"), ("--jobs", "100000")):
+            with self.subTest(flag=flag, value=value), \
+                    contextlib.redirect_stderr(io.StringIO()) as err, \
+                    self.assertRaises(SystemExit) as e:
+                cli.parser().parse_args(["s", flag, value])
+            self.assertEqual(e.exception.code, 2)
+            self.assertIn("must be at most", err.getvalue())
         ok = cli.parser().parse_args(["s", "--timeout", "0.5", "--build-timeout", "60",
                                       "--jobs", "1", "--mem-mb", "0"])
         self.assertEqual((ok.timeout, ok.build_timeout, ok.jobs, ok.mem_mb), (0.5, 60, 1, 0))

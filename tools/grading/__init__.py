@@ -8,6 +8,18 @@
   cli.py         tools/grade
   submit.py      tools/submit
 """
+import re
+
+
+def printable(text):
+    """`text` safe to print on a terminal and to write as UTF-8: a file name's bytes that are
+    not UTF-8 (os.walk hands them over as surrogates) and control characters but newline and
+    tab (an escape sequence that clears the screen, a NUL) become \\xNN."""
+    try:
+        text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that no byte made
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 class GradingError(Exception):

@@ -35,7 +35,7 @@ import os
 import sys
 import time
 
-from . import GradingError, SubmissionError
+from . import GradingError, SubmissionError, printable
 from . import reports, runner, submission
 from .labs import LAB_NAME, declared_labs, lab_headers, load_points, read_cases
 from .workspace import Workspace
@@ -354,8 +354,10 @@ def unique_names(paths):
                 grown = True
         if not grown:
             break
-    seen, unique = {}, []
-    for n in names:
+    # summary.csv shares the report folder: a submission named so (summary.csv.zip) is numbered.
+    # Names are printable: a folder's name that is not UTF-8 would break the reports.
+    seen, unique = {"summary.csv": 1}, []
+    for n in (printable(n) for n in names):
         seen[n] = seen.get(n, 0) + 1
         unique.append(n if seen[n] == 1 else f"{n}-{seen[n]}")
     return unique
@@ -441,7 +443,7 @@ def grade(args):
             except SubmissionError as e:
                 if not several:
                     raise
-                errors[name] = (os.path.abspath(path), str(e))
+                errors[name] = (printable(os.path.abspath(path)), printable(str(e)))
                 log(f"grade: {name}: NOT GRADED: {e}")
                 continue
             out_dir = os.path.join(out_root, name) if (several or not args.out) else out_root
@@ -505,8 +507,9 @@ def check_points_cmd(args):
     return 0
 
 
-def _number(kind, low, strict):
-    """An argparse type: a finite number of `kind` that is > low (strict) or >= low."""
+def _number(kind, low, strict, high):
+    """An argparse type: a finite number of `kind` that is > low (strict) or >= low, and at
+    most high (beyond it the system's own limits overflow: a timeout's milliseconds, rlimit)."""
     def parse(text):
         try:
             value = kind(text)
@@ -516,8 +519,15 @@ def _number(kind, low, strict):
         if not math.isfinite(value) or (value <= low if strict else value < low):
             raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {low}, "
                                              f"got {text}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:g}, got {text}")
         return value
     return parse
+
+
+MAX_SECONDS = 1e6           # about 11 days: a timeout in milliseconds still fits 32 bits
+MAX_MEM_MB = 1 << 24        # 16 TiB: an address-space limit in bytes still fits
+MAX_JOBS = 1024
 
 
 # The smallest --mem-mb other than 0. A lab's test program needs 6-8 MiB of address space just to
@@ -528,7 +538,7 @@ MIN_MEM_MB = 64
 
 def _mem_mb(text):
     """An argparse type for --mem-mb: 0 (no limit) or at least MIN_MEM_MB."""
-    value = _number(int, 0, False)(text)
+    value = _number(int, 0, False, MAX_MEM_MB)(text)
     if 0 < value < MIN_MEM_MB:
         raise argparse.ArgumentTypeError(
             f"must be 0 (no limit) or at least {MIN_MEM_MB} MiB: a test program needs several MiB "
@@ -549,18 +559,20 @@ def parser():
     p.add_argument("--work", metavar="DIR", default=os.path.join(REPO, "build", "grading"),
                    help="the grader's copy of the repository and its build "
                         "(default: build/grading)")
-    p.add_argument("--timeout", type=_number(float, 0, True), metavar="S",
+    p.add_argument("--timeout", type=_number(float, 0, True, MAX_SECONDS), metavar="S",
                    help="seconds one test case may run (default: the lab's own, as in ctest)")
     p.add_argument("--mem-mb", type=_mem_mb, metavar="M",
-                   help=f"address-space limit of one test case in MiB, at least {MIN_MEM_MB}, "
-                        "or 0 for none (default: the lab's own)")
-    p.add_argument("--build-timeout", type=_number(float, 0, True), default=300, metavar="S",
+                   help=f"address-space limit of each process of one test case in MiB, at "
+                        f"least {MIN_MEM_MB}, or 0 for none (default: the lab's own)")
+    p.add_argument("--build-timeout", type=_number(float, 0, True, MAX_SECONDS), default=300,
+                   metavar="S",
                    help="seconds a submission's lab may take to compile (default 300); a "
                         "build past it is stopped and scores 0 as a compile_error, flagged "
                         "in summary.csv's check column. Before grading, the reference "
                         "solution is built in a submission's place, and grading stops "
                         "unless that took at most half of S")
-    p.add_argument("-j", "--jobs", type=_number(int, 0, True), default=available_cpus(),
+    p.add_argument("-j", "--jobs", type=_number(int, 0, True, MAX_JOBS),
+                   default=available_cpus(),
                    help="parallel compile jobs and test cases (default: the CPUs it may use, "
                         "within a container's CPU quota)")
     p.add_argument("--brief", action="store_true", help="one line per lab, no per-test table")

@@ -114,7 +114,9 @@ def read_points(path):
         raise GradingError(f"{path} is missing: every lab needs a points file that gives each of "
                            "its test cases its points (see book/instructors.md)")
     values, lines = {}, {}
-    with open(path, encoding="utf-8") as f:
+    # utf-8-sig: an editor that saves a byte-order mark would otherwise put an invisible
+    # character before the first line's points.
+    with open(path, encoding="utf-8-sig") as f:
         for number, raw in enumerate(f, 1):
             line = raw.strip()
             if not line or line.startswith("#"):

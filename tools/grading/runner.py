@@ -9,11 +9,14 @@ import os
 import re
 import signal
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import testrun  # noqa: E402  (tools/testrun.py)
+
+from . import printable  # noqa: E402
 
 # Every status a graded case can have, with the words the reports use for it.
 STATUSES = {
@@ -96,21 +99,29 @@ def trim(text, keep=OUTPUT_KEEP):
 
 
 def run_cases(exe, cases, points, lab, hidden, timeout, mem_mb, jobs, clean=lambda s: s):
-    """Runs every (name, suite) in cases against exe; returns [TestResult] in the same order."""
+    """Runs every (name, suite) in cases against exe; returns [TestResult] in the same order.
+    The cases run in a scratch folder of their own, removed afterwards: a file a student's code
+    writes to its current folder (a debug log) lands there, not where the grader was started."""
+    scratch = tempfile.TemporaryDirectory(prefix="speclab-case-", ignore_cleanup_errors=True)
+
     def one(case):
         name, suite = case
-        run = testrun.run_case_detail(exe, name, timeout=timeout, mem_mb=mem_mb, output_mb=16)
+        run = testrun.run_case_detail(exe, name, timeout=timeout, mem_mb=mem_mb, output_mb=16,
+                                      cwd=scratch.name)
         status = classify(run)
-        output = trim(clean(run.output))
+        output = trim(printable(clean(run.output)))  # no escapes reach the terminal
         score = points[name] if status == "passed" else 0.0
         return TestResult(lab, name, suite, hidden, points[name], score, status,
                           summarize(status, output, run, name), output,
                           run.seconds)
 
     become_subreaper()
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        results = list(pool.map(one, cases))
-    kill_strays()
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            results = list(pool.map(one, cases))
+        kill_strays()
+    finally:
+        scratch.cleanup()
     return results
 
 

@@ -13,9 +13,10 @@ import posixpath
 import re
 import stat
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 
-from . import SubmissionError
+from . import SubmissionError, printable
 
 MANIFEST = "MANIFEST.json"
 MANIFEST_FORMAT = "speclab-submission/1"
@@ -25,6 +26,9 @@ SKIPPED_DIRS = {".git", ".venv", "__pycache__", "node_modules"}  # never walked 
 TEST_TOP_DIRS = {"tests", "cmake", "tools", ".ci", "solutions"}
 TEST_NAMES = re.compile(r"^(test_.*|.*_tests?\.(cpp|h|py)|points\.txt|CMakeLists\.txt|.*\.cmake|"
                         r"CMakePresets\.json|doctest.*\.h)$")
+# What a desktop adds to a zip or a folder of its own accord (macOS Finder's resource forks and
+# folder settings, Windows' thumbnails): dropped before the submission's root is looked for.
+DESKTOP_JUNK = re.compile(r"(^|/)(__MACOSX/|\._[^/]*$|\.DS_Store$|Thumbs\.db$|desktop\.ini$)")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 
 
@@ -99,8 +103,11 @@ class _Folder:
         return out
 
     def read(self, rel):
-        with open(os.path.join(self.root, *rel.split("/")), "rb") as f:
-            return f.read(MAX_FILE_BYTES + 1)
+        try:
+            with open(os.path.join(self.root, *rel.split("/")), "rb") as f:
+                return f.read(MAX_FILE_BYTES + 1)
+        except OSError as e:
+            raise SubmissionError(f"{self.root}: cannot read {rel}: {e.strerror}") from None
 
 
 class _Zip:
@@ -128,8 +135,13 @@ class _Zip:
         return out
 
     def read(self, rel):
-        with self.zf.open(self.infos[rel]) as f:
-            return f.read(MAX_FILE_BYTES + 1)
+        try:
+            with self.zf.open(self.infos[rel]) as f:
+                return f.read(MAX_FILE_BYTES + 1)
+        except (zipfile.BadZipFile, zlib.error, RuntimeError, NotImplementedError, OSError,
+                EOFError) as e:  # damaged data, a bad CRC, a password, an unknown method
+            raise SubmissionError(f"{self.zf.filename}: cannot read {rel} from the zip: "
+                                  f"{e}") from None
 
 
 def load(path, editable):
@@ -147,8 +159,14 @@ def load(path, editable):
     else:
         raise SubmissionError(f"submission {path} is neither a folder nor a zip file")
     entries = source.entries()
+    junk = sorted(p for p in entries if DESKTOP_JUNK.search(p))
+    for p in junk:
+        del entries[p]
     prefix = _strip_wrapper(list(entries))
-    sub = Submission(name=base, path=os.path.abspath(path), files={})
+    sub = Submission(name=printable(base), path=printable(os.path.abspath(path)), files={})
+    if junk:
+        sub.notes.append(f"ignored {len(junk)} file(s) a desktop adds to a zip or folder "
+                         "(__MACOSX/, .DS_Store, ._*)")
     if prefix:
         sub.notes.append(f"the files sit in the folder '{prefix}' inside the submission; it was "
                          "taken as the submission's root")
@@ -184,7 +202,8 @@ def load(path, editable):
                 sub.manifest = json.loads(data.decode("utf-8")) if data is not None else None
                 if not isinstance(sub.manifest, dict):
                     raise ValueError("not a JSON object")
-            except (UnicodeDecodeError, ValueError) as e:
+                _clean_manifest(sub.manifest, sub.notes)
+            except (UnicodeDecodeError, ValueError, RecursionError) as e:
                 sub.notes.append(f"ignored {MANIFEST}: not valid ({e})")
                 sub.manifest = None
         elif rel == "starter.cpp":
@@ -209,8 +228,40 @@ def load(path, editable):
         sub.notes.append(f"ignored {len(sub.ignored_other)} other file(s) (only the editable files "
                          "are graded): " + ", ".join(shown) + (f" and {more} more" if more > 0
                                                                else ""))
+    # A file that looks like an editable one but is not read: a wrong case or place.
+    wanted = {posixpath.basename(e).lower() for e in editable} | {"starter.cpp"}
+    for rel in sub.ignored_other:
+        if posixpath.basename(rel).lower() in wanted:
+            sub.notes.append(f"{rel} was not graded: a lab's file is read only as "
+                             "labs/<the lab's folder>/starter.cpp (exactly so named and placed), "
+                             "or as a lone starter.cpp at the top")
+    if sub.flat_starter is not None and sub.files:
+        sub.notes.append("both starter.cpp at the top and " + ", ".join(sorted(sub.files)) +
+                         " were submitted: the lab's own path is graded")
     _check_manifest(sub)
+    sub.notes = [printable(n) for n in sub.notes]
+    sub.ignored_tests = [printable(n) for n in sub.ignored_tests]
+    sub.ignored_other = [printable(n) for n in sub.ignored_other]
     return sub
+
+
+def _clean_manifest(manifest, notes):
+    """Keeps the fields of a MANIFEST.json that have the shape tools/submit writes (labs: a list
+    of names; files and headers: lists of {"path": str, "sha256": str}) and drops the rest with
+    a note, so a hand-edited manifest cannot break the grading."""
+    labs = manifest.get("labs")
+    if labs is not None and not isinstance(labs, list):
+        notes.append(f"ignored {MANIFEST}'s labs: not a list")
+        manifest["labs"] = []
+    for key in ("files", "headers"):
+        entries = manifest.get(key)
+        if entries is None:
+            continue
+        good = [e for e in entries if isinstance(e, dict) and isinstance(e.get("path"), str)
+                and isinstance(e.get("sha256"), str)] if isinstance(entries, list) else []
+        if not isinstance(entries, list) or len(good) != len(entries):
+            notes.append(f"ignored {MANIFEST}'s malformed {key} entries")
+        manifest[key] = good
 
 
 def _check_manifest(sub):

@@ -16,6 +16,7 @@ import fcntl
 import glob
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -24,6 +25,10 @@ import xml.etree.ElementTree as ET
 
 from . import GradingError
 from .labs import declared_labs, read_cases
+
+# The address space of each build process (cmake, make, a compiler): far above what compiling a
+# lab takes (under 1 GiB), far below what a runaway compiler would take from the machine.
+BUILD_MEM_MB = 4096
 
 EXCLUDED_TOP = re.compile(r"^(build[^/]*|\.git|\.venv|out|grades|__pycache__)(/|$)")
 
@@ -154,11 +159,19 @@ class Workspace:
         _write_if_changed(os.path.join(self.src, rel), data)
 
     # ---- the build ----
-    def _cmake(self, args, timeout):
+    def _cmake(self, args, timeout, mem_limit=False):
         """Runs cmake; returns (exit code or None on timeout, output). A timeout stops the whole
-        process group, compilers included."""
+        process group, compilers included. With mem_limit (the builds, which compile students'
+        files) every process of it has BUILD_MEM_MB of address space: a file that includes
+        /dev/zero grows the compiler by hundreds of MB a second, and would exhaust the machine
+        long before the build timeout."""
+        def limits():
+            if mem_limit:
+                cap = BUILD_MEM_MB * 1024 * 1024
+                resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
         p = subprocess.Popen(["cmake"] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
+                             stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=limits)
         try:
             out, _ = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -193,7 +206,7 @@ class Workspace:
         compilers are killed and may leave half-written objects; the placed files then get a
         fresh mtime, so the next build compiles them again even when the same file is placed."""
         rc, out = self._cmake(["--build", self.build, "-j", str(self.jobs), "--target"] + targets,
-                              timeout)
+                              timeout, mem_limit=True)
         if rc is None:
             for rel in self._placed:
                 path = os.path.join(self.src, rel)
