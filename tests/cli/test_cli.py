@@ -1035,6 +1035,13 @@ class RealModel(unittest.TestCase):
         self.assertIn("tensor 'blk.3.ffn_norm.weight' holds nan at index 5", err)
         self.assertEqual(out, "")
 
+    def test_a_piped_message_is_echoed_whole_and_printable(self):
+        # printf("%s") stopped at the NUL ("you> hi") and passed an escape sequence through.
+        rc, out, err = speclab("chat", "--model", "smollm2", "--threads", "2",
+                               "--max-new-tokens", "2", stdin=b"hi\x00there \x1b[2J\n")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("you> hi\\x00there \\x1B[2J\n", out)
+
     def test_chat_two_turns_with_the_public_pool(self):
         rc, out, err = speclab("chat", "--model", "smollm2", "--threads", "2",
                                "--max-new-tokens", "16", "--drafter", "pool",

@@ -109,7 +109,8 @@ void run_chat(ChatOptions o) {
       continue;
     }
     ++turn;
-    if (!interactive) std::printf("you> %s\n", line.c_str());
+    // The line as it was read: a NUL or an escape in it is shown, not obeyed or cut at.
+    if (!interactive) std::printf("you> %s\n", printable(line).c_str());
 
     std::fputs("assistant> ", stdout);
     TokenPrinter printer(*model.codec, stdout, color, dc.stop_tokens);
