@@ -82,9 +82,14 @@ TEST_SUITE("lab01 / Why greedy speculation is lossless") {
       PromptLookupDrafter drafter(1);
       const auto spec = run_speculative(target, drafter, greedy_verify_rule(), prompt, dc);
       INFO("seed=", seed);
-      INFO("first difference ", first_difference(spec.tokens, base.tokens));
-      REQUIRE(spec.tokens == base.tokens);
-      CHECK(spec.stats.accepted < spec.stats.drafted);  // some drafts really were rejected
+      {
+        INFO("first difference ", first_difference(spec.tokens, base.tokens));
+        REQUIRE(spec.tokens == base.tokens);
+      }
+      INFO(spec.stats.drafted, " drafted, ", spec.stats.accepted,
+           " accepted: some drafts must be rejected on noisy text (0 drafted: the drafter never "
+           "proposed anything)");
+      CHECK(spec.stats.accepted < spec.stats.drafted);
     }
   }
 }

@@ -49,13 +49,16 @@ TEST_SUITE("lab04 / The per-token update") {
     NGramPool pool(config(3, 5));
     const V tokens = random_stream(11, 6000, 50);
     std::vector<std::int64_t> cost;
+    INFO(
+        "see the chapter, 'The per-token update': only pairs whose value ends at the new token "
+        "are updated, at most k * v = 15 of them");
     for (std::size_t end = 1; end <= tokens.size(); ++end) {
+      CAPTURE(end);
       const auto before = pool.stats().pair_updates;
       pool.update(std::span<const Token>(tokens).first(end));
       cost.push_back(pool.stats().pair_updates - before);
       REQUIRE(cost.back() <= 15);  // stop at the first token that costs more than k * v
     }
-    INFO("see the chapter, 'The per-token update': only pairs whose value ends at the new token");
     // The first tokens: sum over n <= position of min(v, position - n + 1).
     CHECK(std::vector<std::int64_t>(cost.begin(), cost.begin() + 8) ==
           std::vector<std::int64_t>{0, 1, 3, 6, 9, 12, 14, 15});

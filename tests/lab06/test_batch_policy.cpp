@@ -48,6 +48,9 @@ Outcome decode(const ToyTargetConfig& cfg, const ToyCostModel& cost, int b, int 
 
 TEST_SUITE("lab06 / Speculating in a batch") {
   TEST_CASE("on the simulated clock the policy never loses 5 percent and keeps up with AUTO") {
+    INFO(
+        "this sweep runs on your acceptance_profile, expected_tokens_per_run, expected_speedup "
+        "and choose_k: if one of their hand-computed cases fails too, fix that one first");
     for (bool easy : {true, false}) {
       const ToyTargetConfig cfg = lab06::workload(easy);
       const std::vector<DrafterProfile> drafters = {lab06::measure_prompt_lookup(cfg, 3),
@@ -67,9 +70,10 @@ TEST_SUITE("lab06 / Speculating in a batch") {
                plain.tokens_per_second, ", policy (n=", plan_n, " k=", plan.k, ") ",
                ours.tokens_per_second, ", AUTO (n=", a.n, " k=", a.k, ") ",
                theirs.tokens_per_second);
-          CHECK(ours.tokens == plain.tokens);  // speculation never changes the text
-          CHECK(ours.tokens_per_second >= 0.95 * plain.tokens_per_second);
-          CHECK(ours.tokens_per_second >= 0.95 * theirs.tokens_per_second);
+          // REQUIRE: the first configuration that loses says it; the other 15 would bury it.
+          REQUIRE(ours.tokens == plain.tokens);  // speculation never changes the text
+          REQUIRE(ours.tokens_per_second >= 0.95 * plain.tokens_per_second);
+          REQUIRE(ours.tokens_per_second >= 0.95 * theirs.tokens_per_second);
         }
       }
     }

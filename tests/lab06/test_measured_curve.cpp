@@ -24,6 +24,10 @@ void require_shape(const CostCurve& c) {
 TEST_SUITE("lab06 / The AUTO heuristic and its limits") {
   TEST_CASE("on the measured CpuLlama curve the policy never falls below 0.95x no speculation") {
     const CostCurve curve = lab06::measured_curve_or_skip();
+    INFO(
+        "this sweep runs on your acceptance_profile, expected_tokens_per_run, expected_speedup "
+        "and choose_k: if one of their hand-computed cases fails too, fix that one first");
+
     require_shape(curve);
     std::vector<DrafterProfile> profiles = lab06::synthetic_profiles();
     for (int n : {1, 3, 5}) {
@@ -34,9 +38,9 @@ TEST_SUITE("lab06 / The AUTO heuristic and its limits") {
       for (int b : curve.batch_sizes()) {
         const int k = choose_k(curve, b, p.alpha, curve.max_k());
         INFO(curve.source(), " ", p.name, " b=", b, " chose k=", k);
-        CHECK(lab06::ref_speedup(curve, b, k, p.alpha) >= 0.95);
-        CHECK(lab06::ref_speedup(curve, b, k, p.alpha) ==
-              doctest::Approx(lab06::ref_best(curve, b, p.alpha, curve.max_k())));
+        REQUIRE(lab06::ref_speedup(curve, b, k, p.alpha) >= 0.95);  // the first loss says it
+        REQUIRE(lab06::ref_speedup(curve, b, k, p.alpha) ==
+                doctest::Approx(lab06::ref_best(curve, b, p.alpha, curve.max_k())));
       }
     }
   }
