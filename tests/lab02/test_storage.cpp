@@ -40,6 +40,9 @@ TEST_SUITE("lab02 / Counting: one level") {
     see(s, {5}, 2);
     see(s, {5}, 2);
     see(s, {5}, 1);
+    INFO(
+        "a context of exactly n - 1 = 1 token is long enough to count: context '5' saw 2 twice "
+        "and 1 once");
     CHECK(s.count(V{5}, 1) == 1);
     CHECK(s.count(V{5}, 2) == 2);
     CHECK(s.count(V{5}, 3) == 0);
@@ -230,6 +233,9 @@ TEST_SUITE("lab02 / Backing off: many levels") {
     NGramStorage s(3);
     CHECK(s.min_context() == 1);
     s.seed(V{6, 7});
+    INFO(
+        "min_context is inclusive: the one-token level is asked too, after (5 6) misses "
+        "('Backing off: where to stop')");
     CHECK(s.next_token(V{5, 6}) == Prediction{7, true, 1});
     CHECK(s.next_token(V{6}) == Prediction{7, true, 1});
   }

@@ -94,7 +94,9 @@ void check_copy_stops_at_end_of_turn(Token eot, MyDrafterOptions o) {
   context.insert(context.end(), answer.begin(), answer.begin() + 15);
   const Tokens drafts = d->propose(context, 8);
   INFO("drafts: ", drafts, "; end of turn: ", eot);
-  REQUIRE_MESSAGE(!drafts.empty(), "a copy drafter should continue a 15-token copy");
+  REQUIRE_MESSAGE(!drafts.empty(),
+                  "a copy drafter should continue a 15-token copy: the answer being copied is in "
+                  "the prompt, so an empty draft usually means begin() did not index the prompt");
   CHECK(drafts.front() == 115);
   const auto stop = std::find(drafts.begin(), drafts.end(), eot);
   CHECK_MESSAGE(drafts.end() - stop <= 1, "nothing may follow the end-of-turn token in a draft");
@@ -144,6 +146,9 @@ TEST_SUITE("lab07 / How far to draft") {
   TEST_CASE("a fully accepted round grows k by one up to k_max") {
     DraftLengthController c(1, 6);
     c.observe(6, 1);
+    INFO(
+        "6 drafted, 1 accepted is a rejection: k becomes accepted + 1 = 2; then each round that "
+        "accepts all it drafted grows k by one");
     REQUIRE(c.next_k() == 2);
     c.observe(2, 2);
     CHECK(c.next_k() == 3);
