@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mini_engine/core/token.h"
@@ -14,6 +15,12 @@ TEST_SUITE("test support / doctest printers") {
     CHECK(std::string(doctest::toString(std::vector<speclab::Token>{}).c_str()) == "{}");
     CHECK(std::string(doctest::toString(std::vector<std::vector<int>>{{1}, {2, 3}}).c_str()) ==
           "{{1}, {2, 3}}");
+  }
+
+  TEST_CASE("a pair prints both its parts, also inside a vector (lab 04's pool contents)") {
+    using Entry = std::pair<std::vector<int>, std::vector<std::vector<int>>>;
+    CHECK(std::string(doctest::toString(std::vector<Entry>{{{1, 2}, {{3}, {4, 5}}}}).c_str()) ==
+          "{({1, 2}, {{3}, {4, 5}})}");
   }
 
   TEST_CASE("a long vector prints its first 32 items and its length") {

@@ -56,7 +56,9 @@ TEST_SUITE("lab05 / Extending by one token") {
         for (std::size_t j = i + 1; j <= s.size(); ++j) {
           const V sub(s.begin() + static_cast<std::ptrdiff_t>(i),
                       s.begin() + static_cast<std::ptrdiff_t>(j));
-          INFO("the automaton rejects tokens [", i, ", ", j, ") of the stream, ", sub);
+          INFO("the automaton rejects tokens [", i, ", ", j, ") of the stream, ", sub,
+               "; if extend() looks right, look for a State& kept across copy_state or "
+               "new_state ('Hold indices, not references')");
           REQUIRE(sa.contains(sub));
         }
       }
@@ -127,6 +129,10 @@ TEST_SUITE("lab05 / The longest earlier match") {
     SuffixAutomaton sa;
     sa.extend(5);
     sa.extend(5);
+    INFO(
+        "'5 5': the longest suffix that occurred EARLIER is '5' ending at index 0; a length-2 "
+        "match ending at index 1 is the stream matching itself: start from the whole stream's "
+        "suffix link, not its own state");
     CHECK(sa.longest_match() == SuffixMatch{1, 0});
     sa.extend(5);
     CHECK(sa.longest_match() == SuffixMatch{2, 1});  // "5 5" first ended at index 1

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace doctest {
@@ -27,6 +28,18 @@ struct StringMaker<std::vector<T, A>> {
     if (v.size() > kShown) s += ", ... (" + std::to_string(v.size()) + " items)";
     s += "}";
     return String(s.c_str());
+  }
+};
+
+// (first, second): a map's entry, such as lab 04's (key, values) pairs, which printed as {?}.
+template <typename A, typename B>
+struct StringMaker<std::pair<A, B>> {
+  static String convert(const std::pair<A, B>& p) {
+    std::string s = "(";
+    s += toString(p.first).c_str();
+    s += ", ";
+    s += toString(p.second).c_str();
+    return String((s + ")").c_str());
   }
 };
 
