@@ -113,6 +113,10 @@ TEST_SUITE("cli / factory") {
   TEST_CASE("the toy model loads and a missing or truncated model file is refused") {
     const Model toy = load_model(TargetOptions{});
     CHECK(toy.is_toy);
+    // --context 0 is the model's own limit, and the toy's is the one its errors name: it held
+    // 2^20 tokens while an error offered to raise --context up to 2^24.
+    CHECK(toy.target->max_length() == toy.context_limit);
+    CHECK(toy.context_limit == kMaxContext);
     CHECK_FALSE(toy.codec->is_text());
 
     TargetOptions missing;

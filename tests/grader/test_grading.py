@@ -278,6 +278,17 @@ class Submissions(TempDir):
             with self.subTest(path=path), self.assertRaises(SubmissionError):
                 self.load(path)
 
+    def test_the_build_of_a_submission_runs_under_an_address_space_limit(self):
+        # A file that includes /dev/zero grew the compiler by ~350 MB/s until the machine ran
+        # out of memory; the builds (not the configure step) now run under BUILD_MEM_MB.
+        script = self.write("limit.cmake", 'execute_process(COMMAND sh -c "ulimit -v" '
+                                           'OUTPUT_VARIABLE v)\nmessage("limit=${v}")\n')
+        rc, out = workspace.Workspace._cmake(None, ["-P", script], 60, mem_limit=True)
+        self.assertEqual(rc, 0, out)
+        self.assertIn(f"limit={workspace.BUILD_MEM_MB * 1024}", out)
+        rc, out = workspace.Workspace._cmake(None, ["-P", script], 60)
+        self.assertIn("limit=unlimited", out)
+
     def test_a_compiler_dependency_file_is_read_as_make_reads_it(self):
         text = ("labs/x.dir/starter.cpp.o: /r/labs/lab01/starter.cpp \\\n"
                 " /r/labs/lab01/prompt_lookup.h /r/odd\\ name.h \\\n"
