@@ -424,13 +424,15 @@ void add_bench(CLI::App& app) {
       ->check(real_in(0.0, 100.0, "sampling temperature"))
       ->capture_default_str();
   add_seed_flag(*cmd, o->seed, "Sampling seed");
-  cmd->add_option("--csv", o->csv,
-                  "Write the results as CSV here, creating its folder ('' = do not). "
-                  "Checked before the run, as is that it is not the --json file")
+  cmd->add_option(
+         "--csv", o->csv,
+         "Write the results as CSV here ('' = do not); its folder is made when it is written. "
+         "Checked before the run, as is that it is not the --json file")
       ->capture_default_str();
-  cmd->add_option("--json", o->json,
-                  "Write the results as JSON here, creating its folder ('' = do not). "
-                  "Checked before the run, as is that it is not the --csv file")
+  cmd->add_option(
+         "--json", o->json,
+         "Write the results as JSON here ('' = do not); its folder is made when it is written. "
+         "Checked before the run, as is that it is not the --csv file")
       ->capture_default_str();
   cmd->add_flag("--no-progress", o->no_progress,
                 "No progress bar (it is drawn only on a terminal)");
