@@ -104,16 +104,24 @@ void check_copy_stops_at_end_of_turn(Token eot, MyDrafterOptions o) {
 
 }  // namespace
 
+// What a failing check below prints next to its values: which ids are the stop tokens.
+const std::string kStopsNote =
+    "kSmolLM2StopTokens = " + std::string(doctest::toString(kSmolLM2StopTokens).c_str()) +
+    " (0 <|endoftext|>, 2 <|im_end|>)";
+
 TEST_SUITE("lab07 / The end of a turn") {
   TEST_CASE("drafts past the end-of-turn token are dropped") {
+    INFO(kStopsNote);
     const Tokens drafts = {10, 11, 2, 1, 12};  // ... <|im_end|> <|im_start|> user
     CHECK(stop_at_end_of_turn(drafts, kSmolLM2StopTokens) == Tokens{10, 11, 2});
   }
   TEST_CASE("the end-of-turn token itself is kept so the reply can end in this round") {
+    INFO(kStopsNote);
     CHECK(stop_at_end_of_turn(Tokens{2, 7, 8}, kSmolLM2StopTokens) == Tokens{2});
     CHECK(stop_at_end_of_turn(Tokens{5, 6, 2}, kSmolLM2StopTokens) == Tokens{5, 6, 2});
   }
   TEST_CASE("drafts without a stop token come back unchanged") {
+    INFO(kStopsNote);
     CHECK(stop_at_end_of_turn(Tokens{5, 6, 7, 8}, kSmolLM2StopTokens) == Tokens{5, 6, 7, 8});
     CHECK(stop_at_end_of_turn(Tokens{}, kSmolLM2StopTokens) == Tokens{});
     CHECK(stop_at_end_of_turn(Tokens{5, 2, 6}, Tokens{}) == Tokens{5, 2, 6});
@@ -122,6 +130,7 @@ TEST_SUITE("lab07 / The end of a turn") {
     check_copy_stops_at_end_of_turn(2, MyDrafterOptions{});  // 2 is SmolLM2's <|im_end|>
   }
   TEST_CASE("the first of several stop tokens ends the draft") {
+    INFO(kStopsNote);
     CHECK(stop_at_end_of_turn(Tokens{5, 0, 6, 2, 7}, kSmolLM2StopTokens) == Tokens{5, 0});
     CHECK(stop_at_end_of_turn(Tokens{5, 6, 40, 2}, Tokens{40, 2}) == Tokens{5, 6, 40});
   }

@@ -173,7 +173,8 @@ TEST_SUITE("lab07 / Choosing your drafter") {
     }
     REQUIRE(runs > 0);
     const double al = static_cast<double>(emitted) / static_cast<double>(runs);
-    MESSAGE("acceptance length on code_edit: ", al, " (the reference reaches ", kSolutionAL, ")");
+    MESSAGE("measured: your drafter's acceptance length on code_edit is ", al, " (the floor is ",
+            kFloorAL, "; the reference reaches ", kSolutionAL, ")");
     INFO("acceptance length (tokens per target run) ", al, " is below the floor ", kFloorAL,
          ": your drafter misses most of what a code edit copies from the prompt "
          "(book/lab07_real_model.md, sections 'Index the whole prompt' and 'Choosing your "
