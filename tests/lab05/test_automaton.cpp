@@ -103,11 +103,27 @@ TEST_SUITE("lab05 / Extending by one token") {
     CHECK_FALSE(sa.contains(V{2, 1}));
   }
 
-  TEST_CASE("extend rejects a negative token id") {
+  TEST_CASE("extend rejects a negative token id before anything changes") {
     SuffixAutomaton sa;
     CHECK_THROWS_AS(sa.extend(-1), std::invalid_argument);
     sa.extend(0);
     CHECK(sa.size() == 1);
+
+    INFO(
+        "a negative id must throw before new_state: a state made first stays behind, an orphan"
+        " (see the chapter, 'Extending by one token')");
+    SuffixAutomaton rejected, clean;
+    for (Token t : {1, 2, 1, 2}) {
+      rejected.extend(t);
+      clean.extend(t);
+    }
+    CHECK_THROWS_AS(rejected.extend(-7), std::invalid_argument);
+    CHECK(rejected.num_states() == clean.num_states());
+    CHECK(rejected.size() == clean.size());
+    rejected.extend(3);
+    clean.extend(3);
+    CHECK(rejected.num_states() == clean.num_states());
+    CHECK(rejected.longest_match() == clean.longest_match());
   }
 }
 
