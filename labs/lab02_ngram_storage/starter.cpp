@@ -17,10 +17,10 @@ void OneLevelNGramStorage::seed(std::span<const Token> prompt) {
 
 void OneLevelNGramStorage::update(std::span<const Token> context,
                                   std::span<const Token> next_tokens) {
-  // TODO(lab02): reject negative ids before changing anything. A context shorter than n-1 tokens,
-  // or an empty next_tokens, records nothing and creates no entry. Otherwise key = the last n-1
-  // tokens of context. For each next token, in order: add one to table_[key].by_token[t], and make
-  // t the best only when its count is now strictly larger than best_count.
+  // TODO(lab02): reject negative ids first, whatever the context. A context shorter than n-1
+  // tokens, or an empty next_tokens, records nothing and creates no entry. Otherwise key = the last
+  // n-1 tokens of context. For each next token, in order: add one to table_[key].by_token[t], and
+  // make t the best only when its count is now strictly larger than best_count.
   (void)context, (void)next_tokens;
   todo("lab02", "OneLevelNGramStorage::update",
        "book/lab02_ngram_storage.md, section 'Counting: one level'");

@@ -153,6 +153,16 @@ TEST_SUITE("lab02 / Counting: one level") {
     NGramStorage m(3);
     CHECK_THROWS_AS(m.update(V{1, 2}, V{5, -1}), std::invalid_argument);
     CHECK(m.size() == 0);
+
+    INFO(
+        "the ids are checked first, whatever the context: a context too short to record still "
+        "throws (the header's contract for update)");
+    OneLevelNGramStorage trigram(3);
+    CHECK_THROWS_AS(trigram.update(V{1}, V{-5}), std::invalid_argument);
+    CHECK_THROWS_AS(trigram.update(V{}, V{-5}), std::invalid_argument);
+    CHECK_THROWS_AS(m.update(V{}, V{-5}), std::invalid_argument);
+    CHECK(trigram.size() == 0);
+    CHECK(m.size() == 0);
   }
 }
 
