@@ -89,9 +89,10 @@ class ChatDrafter final : public Drafter {
   // turns, the chat template's control tokens and the "assistant\n" cue -- and the inner drafter
   // must index all of it: that is where a chat reply copies from. Resets the controller to k_max.
   void begin(std::span<const Token> prompt) override;
-  // (lab 07) The inner drafter's proposal for the whole `context`, at most
-  // min(k, controller's next_k()) tokens long when adaptive_k (else at most k), cut by
-  // stop_at_end_of_turn.
+  // (lab 07) Asks the inner drafter for min(k, controller's next_k()) tokens when adaptive_k
+  // (else for k) on the whole `context`, and returns its proposal cut by stop_at_end_of_turn at
+  // config().stop_tokens. The tests check the k the inner drafter is given: asking it for k
+  // and cutting afterwards spends drafting time on tokens that are thrown away.
   std::vector<Token> propose(std::span<const Token> context, int k) override;
   // (lab 07) Passes the round on to the inner drafter, and to the controller when adaptive_k.
   void observe(std::span<const Token> context, const RoundRecord& round) override;
@@ -114,9 +115,13 @@ struct MyDrafterOptions {
 };
 
 // (lab 07) Your drafter for a chat model: your own lab 01-05 drafter(s), composed and configured
-// as you see fit, wrapped in a ChatDrafter. The tests require it to be lossless (it is, if it
-// keeps the Drafter contract) and to reach the acceptance length stated in
-// tests/lab07/test_model.cpp on the code-editing workload. Never returns null.
+// as you see fit, wrapped in a ChatDrafter. Never returns null. The tests require it to
+//  - be lossless (it is, if it keeps the Drafter contract);
+//  - stop its drafts at options.stop_tokens (pass them on to the ChatDrafter's config);
+//  - copy from the prompt: given a prompt that holds an earlier answer, and a context that
+//    repeats the start of it, it drafts the answer's next tokens (begin() indexes the prompt);
+//  - reach the acceptance length stated in tests/lab07/test_model.cpp on the code-editing
+//    workload.
 std::unique_ptr<Drafter> make_my_drafter(const MyDrafterOptions& options);
 // --8<-- [end:make_my_drafter]
 
