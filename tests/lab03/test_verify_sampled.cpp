@@ -79,7 +79,6 @@ TEST_SUITE("lab03 / Verifying under sampling") {
   TEST_CASE("the draw at row i is the plain decoder's draw at position + i") {
     const Logits rows = coin_rows(3);
     const SamplingParams sp{1.0, 42, 3};
-    int fully_accepted = 0;
     for (std::int64_t pos = 0; pos < 300; ++pos) {
       const Token e0 = speclab::sample_at(rows.row(0), sp, pos);
       const Token e1 = speclab::sample_at(rows.row(1), sp, pos + 1);
@@ -90,14 +89,12 @@ TEST_SUITE("lab03 / Verifying under sampling") {
       const auto hit = verify_sampled(V{e0, e1}, rows, pos, sp);
       REQUIRE(hit.accepted == 2);
       REQUIRE(hit.emitted == V{e0, e1, e2});
-      fully_accepted += hit.accepted == 2 ? 1 : 0;
       INFO("then drafts ", e0, " ", other_side(e1), ": the draw ", e1,
            " at row 1 rejects the second draft and is emitted itself, not a new draw");
       const auto miss = verify_sampled(V{e0, other_side(e1)}, rows, pos, sp);
       REQUIRE(miss.accepted == 1);
       REQUIRE(miss.emitted == V{e0, e1});
     }
-    CHECK(fully_accepted == 300);
   }
 
   TEST_CASE("a rejected draft is never emitted as its own correction") {
