@@ -23,7 +23,8 @@ struct DecodeConfig {
   int k = 4;                       // drafts per round, 1..kMaxDrafts (speculative decoding only)
   SamplingParams sampling;         // temperature 0 = greedy
   std::vector<Token> stop_tokens;  // generation ends right after emitting one of these
-  // Called after every round (every token, for plain decoding) with what it emitted.
+  // Called after every round (every token, for plain decoding) with what it emitted. Its time
+  // is part of the run's: SpecStats::total_seconds and other_seconds() include it.
   std::function<void(const RoundRecord&)> on_round;
   // Times prefill, draft and verify (SpecStats, RoundRecord). nullptr: the wall clock. Not owned:
   // it must outlive the call (e.g. process CPU time for `speclab bench --clock cpu`).

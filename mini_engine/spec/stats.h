@@ -31,7 +31,8 @@ struct SpecStats {
   double acceptance_rate() const;
   // accepted_at[i] / drafted_at[i]; 0 where nothing was drafted.
   double acceptance_at(int i) const;
-  // Time not spent drafting, verifying or in prefill: the loop's own bookkeeping.
+  // Time not spent drafting, verifying or in prefill: the loop's own bookkeeping, and the
+  // caller's DecodeConfig::on_round callback (`speclab generate` prints the tokens there).
   double other_seconds() const;
   // One line: tokens, runs, tokens/run, acceptance, time split, and tokens/s as
   // emitted / total_seconds (prefill included: end to end, not decode-only).

@@ -1,6 +1,7 @@
 // The CLI's text layer: UTF-8 checks, the toy target's token-id codec, the streaming printer.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -25,6 +26,30 @@ std::string capture(F&& print) {
   std::fclose(f);
   return out;
 }
+
+// A codec whose tokens are byte strings (token t is pieces[t]), counting the tokens it decodes.
+class PieceCodec final : public TextCodec {
+ public:
+  explicit PieceCodec(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {}
+  std::string name() const override { return "pieces"; }
+  bool is_text() const override { return true; }
+  std::vector<Token> encode(std::string_view) const override { return {}; }
+  std::string decode(std::span<const Token> tokens) const override {
+    decoded_ += static_cast<std::int64_t>(tokens.size());
+    std::string out;
+    for (Token t : tokens) out += pieces_.at(static_cast<std::size_t>(t));
+    return out;
+  }
+  std::vector<Token> system_prompt(std::string_view) const override { return {}; }
+  std::vector<Token> user_turn(std::string_view) const override { return {}; }
+  std::vector<Token> close_reply(bool) const override { return {}; }
+  std::vector<Token> stop_tokens() const override { return {}; }
+  std::int64_t decoded() const { return decoded_; }
+
+ private:
+  std::vector<std::string> pieces_;
+  mutable std::int64_t decoded_ = 0;
+};
 
 RoundRecord round_of(std::vector<Token> emitted, int accepted) {
   RoundRecord r;
@@ -97,5 +122,36 @@ TEST_SUITE("cli / text") {
       p.finish();
     });
     CHECK(out == "6 7 8 9 ");
+  }
+
+  TEST_CASE("a character split across rounds is printed whole, once, and nothing is lost") {
+    // "é" is C3 A9: its two bytes come from two tokens in two rounds.
+    const PieceCodec codec({"a", "\xC3", "\xA9", "b"});
+    std::string after_first;
+    const std::string out = capture([&](std::FILE* f) {
+      TokenPrinter p(codec, f, false);
+      p.print_round(round_of({0, 1}, 0));
+      std::fflush(f);
+      after_first = std::to_string(std::ftell(f));
+      p.print_round(round_of({2, 3}, 1));
+      p.print_round(round_of({1}, 0));  // a lead byte the text ends on: finish() prints it
+      p.finish();
+    });
+    CHECK(after_first == "1");  // "a" only: the lead byte waits for the rest of its character
+    CHECK(out == "a\xC3\xA9" "b\xC3");  // (split: \xA9b would be one escape)
+  }
+
+  TEST_CASE("each round decodes only its own tokens, not the whole reply again") {
+    // Re-decoding everything shown so far made a long reply cost O(n^2) in the printer, which
+    // `speclab generate` counts in its stats line's time.
+    const PieceCodec codec({"x", "y"});
+    constexpr int kRounds = 2000;
+    const std::string out = capture([&](std::FILE* f) {
+      TokenPrinter p(codec, f, false);
+      for (int i = 0; i < kRounds; ++i) p.print_round(round_of({i % 2}, 0));
+      p.finish();
+    });
+    CHECK(out.size() == static_cast<std::size_t>(kRounds));
+    CHECK(codec.decoded() <= kRounds);
   }
 }

@@ -151,20 +151,18 @@ TokenPrinter::TokenPrinter(const TextCodec& codec, std::FILE* out, bool color,
     : codec_(codec), out_(out), color_(color), hidden_(std::move(hidden_tokens)) {}
 
 void TokenPrinter::emit(std::span<const Token> tokens, bool highlighted) {
-  bool any = false;
+  std::vector<Token> shown;
   for (Token t : tokens) {
-    if (std::find(hidden_.begin(), hidden_.end(), t) != hidden_.end()) continue;
-    shown_.push_back(t);
-    any = true;
+    if (std::find(hidden_.begin(), hidden_.end(), t) == hidden_.end()) shown.push_back(t);
   }
-  if (!any) return;
-  const std::string text = codec_.decode(shown_);
-  const size_t end = complete_utf8_prefix(text);
-  if (end <= printed_) return;
+  if (shown.empty()) return;
+  held_ += codec_.decode(shown);  // decode is per token: these bytes follow the ones held
+  const size_t end = complete_utf8_prefix(held_);
+  if (end == 0) return;
   if (highlighted && color_) std::fputs(kHighlight, out_);
-  std::fwrite(text.data() + printed_, 1, end - printed_, out_);
+  std::fwrite(held_.data(), 1, end, out_);
   if (highlighted && color_) std::fputs(kReset, out_);
-  printed_ = end;
+  held_.erase(0, end);
 }
 
 void TokenPrinter::print_round(const RoundRecord& round) {
@@ -177,9 +175,8 @@ void TokenPrinter::print_round(const RoundRecord& round) {
 }
 
 void TokenPrinter::finish() {
-  const std::string text = codec_.decode(shown_);
-  if (text.size() > printed_) std::fwrite(text.data() + printed_, 1, text.size() - printed_, out_);
-  printed_ = text.size();
+  std::fwrite(held_.data(), 1, held_.size(), out_);
+  held_.clear();
   std::fflush(out_);
 }
 

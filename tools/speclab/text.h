@@ -53,7 +53,8 @@ class TextCodec {
   // The tokens of `text` with no template around it. Throws UsageError on text the codec
   // cannot read (invalid UTF-8, or for the toy: something that is not a list of token ids).
   virtual std::vector<Token> encode(std::string_view text) const = 0;
-  // The text of `tokens`. For byte-level tokenizers decode(a) is a prefix of decode(a + b).
+  // The text of `tokens`, token by token: decode(a + b) == decode(a) + decode(b), so a stream
+  // can be decoded a round at a time (a character's bytes may still be split between rounds).
   virtual std::string decode(std::span<const Token> tokens) const = 0;
 
   // The chat template, one turn at a time, so a conversation's tokens only ever grow:
@@ -98,8 +99,7 @@ class TokenPrinter {
   std::FILE* out_;
   bool color_;
   std::vector<Token> hidden_;
-  std::vector<Token> shown_;  // every token printed so far (hidden ones left out)
-  std::size_t printed_ = 0;   // bytes of decode(shown_) already written
+  std::string held_;  // decoded bytes not written yet: an incomplete trailing character
 };
 
 // True when `stream` is a terminal and the NO_COLOR convention (https://no-color.org) is off.
