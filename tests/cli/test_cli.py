@@ -1123,13 +1123,18 @@ class RealModel(unittest.TestCase):
                                   case["target_runs"], case["identical"]),
                                  (int(row["batch"]), row["drafter"], int(row["k"]),
                                   int(row["emitted"]), int(row["target_runs"]), True))
-                for key in ["run_cost", "decode_speedup", "speedup_median"]:
+                for key in ["run_cost", "decode_speedup", "speedup_median",
+                            "plain_seconds_median", "spec_seconds_median"]:
                     self.assertAlmostEqual(case[key], float(row[key]), delta=1e-4, msg=key)
                 self.assertAlmostEqual(case["tokens_per_run"], float(row["al"]), delta=1e-4)
                 for key in ["plain_seconds", "spec_seconds", "plain_decode_seconds",
                             "spec_decode_seconds", "plain_steps", "spec_steps"]:
                     self.assertEqual(len(case[key]), 2, key)
-                self.assertEqual(statistics.median(case["plain_seconds"]) > 0, True)
+                self.assertAlmostEqual(case["plain_seconds_median"],
+                                       statistics.median(case["plain_seconds"]), delta=1e-9)
+                self.assertAlmostEqual(case["spec_seconds_median"],
+                                       statistics.median(case["spec_seconds"]), delta=1e-9)
+                self.assertGreater(case["plain_seconds_median"], 0)
                 self.assertAlmostEqual(
                     case["speedup_median"],
                     statistics.median(p / s for p, s in zip(case["plain_seconds"],

@@ -266,6 +266,8 @@ void write_json(const std::string& path, const BatchBenchSettings& s, const Mode
         {"accepted", r.accepted},
         {"emitted", r.emitted},
         {"target_runs", r.runs},
+        {"plain_seconds_median", median(r.base_seconds)},
+        {"spec_seconds_median", median(r.spec_seconds)},
         {"plain_tokens_per_s", r.base_tokens_per_second()},
         {"spec_tokens_per_s", r.spec_tokens_per_second()},
         {"speedup_median", r.speedup()},
