@@ -63,8 +63,15 @@ def page_path(chapter: str) -> str:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the site as a static host would: a folder without an index.html is a 404, not a
+    listing of its files (which would make a link to it look fine)."""
+
     def log_message(self, *args):
         pass
+
+    def list_directory(self, path):
+        self.send_error(404, "no index.html in this folder")
+        return None
 
 
 @pytest.fixture(scope="session")

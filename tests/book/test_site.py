@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlsplit
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from conftest import ROOT, SCREENSHOTS, SITE, nav_chapters, page_path, site_pages
 
@@ -39,6 +40,14 @@ def markdown_has_math(path: str) -> bool:
     text = re.sub(r"^(```|~~~).*?^\1", "", source.read_text(), flags=re.S | re.M)
     text = re.sub(r"`[^`\n]*`", "", text)
     return bool(re.search(r"\$\$|\$[^\s$][^$\n]*?\$", text))
+
+
+def figures_included(path: str) -> list[str]:
+    """The generated figures (figures/NAME.md) the chapter behind a page path includes."""
+    source = ROOT / "book" / ("index.md" if path == "" else path.rstrip("/") + ".md")
+    if not source.is_file():
+        return []
+    return re.findall(r'^--8<-- "figures/([\w-]+)\.md"', source.read_text(), flags=re.M)
 
 
 @lru_cache(maxsize=None)
@@ -146,28 +155,43 @@ def test_page(open_page, base_url, path):
     check(not visit.offsite, "requests to hosts other than this machine", visit.offsite)
     check(not visit.failed, "requests that failed", visit.failed)
 
-    # Math: every arithmatex span/div holds KaTeX output, nothing is left raw.
+    # Math: every arithmatex span/div holds KaTeX output, nothing is left raw, in the article or
+    # around it (the navigation and the table of contents show the headings too).
     math = page.evaluate("""() => {
         const boxes = [...document.querySelectorAll('.arithmatex')];
+        const c = document.body.cloneNode(true);  // the page's text: code and rendered math removed
+        c.querySelectorAll('pre, code, .katex, script, style').forEach(e => e.remove());
         return {boxes: boxes.length,
                 rendered: boxes.filter(b => b.querySelector('.katex')).length,
-                errors: document.querySelectorAll('.katex-error').length,
-                text: (() => {  // the article's prose: code and rendered math removed
-                    const a = document.querySelector('article');
-                    if (!a) return '';
-                    const c = a.cloneNode(true);
-                    c.querySelectorAll('pre, code, .katex').forEach(e => e.remove());
-                    return c.textContent;
-                })()};
+                text: c.textContent};
     }""")
     check(math["rendered"] == math["boxes"], "math left unrendered",
           f"{math['boxes'] - math['rendered']} of {math['boxes']}")
-    check(math["errors"] == 0, "KaTeX could not parse some math", math["errors"])
     raw = [t for t in ("$$", "\\(", "\\[") if t in math["text"]]
     raw += re.findall(r"\$[^\s$][^$\n]*?\$", math["text"])
     check(not raw, "raw math left in the page text", raw)
     if markdown_has_math(path):
         check(math["boxes"] > 0, "the chapter writes math but the page has none")
+
+    # Code excerpts: each one shows code, and no include line was left as text (a snippet line
+    # that pymdownx.snippets did not expand, e.g. an escaped one, shows up literally).
+    code = page.evaluate("""() => {
+        const blocks = [...document.querySelectorAll('article pre')];
+        const a = document.querySelector('article');
+        return {empty: blocks.filter(b => b.textContent.trim() === '').length,
+                blocks: blocks.length,
+                text: a ? a.textContent : ''};
+    }""")
+    check(code["empty"] == 0, "empty code blocks (an excerpt whose section is empty?)",
+          f"{code['empty']} of {code['blocks']}")
+    check(not re.search(r'-+8<-+\s*"', code["text"]), "an include line shown as text",
+          re.findall(r'.{0,20}-+8<-+\s*"[^"\n]*"?', code["text"]))
+
+    # Figures: every generated figure the chapter includes is on the page.
+    srcs = page.evaluate("() => [...document.images].map(i => i.src)")
+    for figure in figures_included(path):
+        check(any(f"/figures/{figure}." in s for s in srcs), "a figure the chapter includes is "
+              "missing from the page", f"figures/{figure}.md (is the generated file empty?)")
 
     # Images (figures included) load and have a size.
     broken = page.evaluate("""() => [...document.images]
@@ -197,10 +221,45 @@ def test_search_lists_the_chapter(open_page):
     page.locator("label.md-search__icon, .md-search__input").first.click()
     page.locator("input.md-search__input").press_sequentially(SEARCH_TERM, delay=20)
     results = page.locator("a.md-search-result__link")
-    results.first.wait_for(timeout=15000)
+    try:  # each keystroke searches: wait for the whole term's result, not the first one shown
+        page.locator(f'a.md-search-result__link[href*="{SEARCH_PAGE}"]').first.wait_for(
+            timeout=15000)
+    except PlaywrightTimeout:
+        pass  # the assertion below lists what was found
     hrefs = results.evaluate_all("els => els.map(e => e.href)")
     assert any(SEARCH_PAGE in h for h in hrefs), (
         f"searching {SEARCH_TERM!r} did not list {SEARCH_PAGE}: {hrefs}")
+    assert visit.console_errors == [] and visit.offsite == []
+
+
+# The search previews' text with typeset math taken out, and how much typeset math each holds.
+PREVIEWS_JS = """() => [...document.querySelectorAll('.md-search-result__article')].map(a => {
+    const c = a.cloneNode(true);
+    c.querySelectorAll('.katex').forEach(e => e.remove());
+    return {text: c.textContent, math: a.querySelectorAll('.katex').length};
+})"""
+
+
+def test_search_previews_render_their_math(open_page):
+    """The search index stores each section's text with its math delimiters; the previews in the
+    result list must show typeset math, not \\(\\alpha\\)."""
+    visit = open_page("")
+    page = visit.page
+    page.locator("label.md-search__icon, .md-search__input").first.click()
+    page.locator("input.md-search__input").press_sequentially("acceptance rate", delay=20)
+    # Each keystroke searches and the previews are typeset as they are added: wait until the
+    # list holds typeset math and no raw math, not for a fixed time.
+    typeset = f"""() => {{ const p = ({PREVIEWS_JS})();
+        return p.some(x => x.math > 0) && p.every(x => !x.text.includes('\\\\(') &&
+                                                     !x.text.includes('\\\\[')); }}"""
+    try:
+        page.wait_for_function(typeset, timeout=15000)
+    except PlaywrightTimeout:
+        pass  # the assertions below say what is wrong
+    previews = page.evaluate(PREVIEWS_JS)
+    raw = [p["text"][:120] for p in previews if "\\(" in p["text"] or "\\[" in p["text"]]
+    assert previews and not raw, f"search previews with raw math: {raw}"
+    assert sum(p["math"] for p in previews) > 0, "no preview shows typeset math"
     assert visit.console_errors == [] and visit.offsite == []
 
 
