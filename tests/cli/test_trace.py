@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 SPECLAB = os.environ.get("SPECLAB_BIN", str(Path(__file__).resolve().parents[2] / "build/bin/speclab"))
+# These tests are about speclab, not a student's drafters: they run the reference solutions even
+# under `LAB_IMPL=starter ctest` (every speclab started below inherits this environment).
+os.environ.pop("LAB_IMPL", None)
 FIELDS = ["round", "position", "draft", "accepted", "emitted", "last", "draft_s", "verify_s"]
 PROMPT_LEN = 16  # speclab trace's default --prompt-len
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -84,7 +85,9 @@ class Runner:
         args = [str(self.speclab), "trace", "--model", "toy", "--regime", regime,
                 "--noise", str(noise), "--k", str(k), "--n", str(NGRAM),
                 "--max-new-tokens", str(MAX_NEW_TOKENS), "--seed", str(seed), "--out", str(path)]
-        subprocess.run(args, check=True, stderr=subprocess.DEVNULL)
+        # The book's figures come from the reference drafters, whatever LAB_IMPL says.
+        env = {k: v for k, v in os.environ.items() if k != "LAB_IMPL"}
+        subprocess.run(args, check=True, stderr=subprocess.DEVNULL, env=env)
         rounds = [json.loads(line) for line in path.read_text().splitlines()]
         if not rounds:
             raise SystemExit(f"plots: {path} is empty")
