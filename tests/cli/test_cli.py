@@ -7,6 +7,7 @@ SPECLAB_BIN names build/bin/speclab (the launcher).
 """
 import io
 import json
+import math
 import os
 import pty
 import re
@@ -795,7 +796,10 @@ class Bench(unittest.TestCase):
             self.assertLess(hi, 1e8)  # milliseconds when another job shares a CPU
             line = [l for l in out.splitlines() if l.startswith("cross-core round trip:")]
             self.assertEqual(len(line), 1, out)
-            span = f"{round(lo)} ns" if round(lo) == round(hi) else f"{round(lo)} to {round(hi)} ns"
+            def lround(x):  # C++'s std::lround, as speclab prints: halves away from zero
+                return math.floor(x + 0.5)  # (Python's round() takes halves to even)
+            span = (f"{lround(lo)} ns" if lround(lo) == lround(hi)
+                    else f"{lround(lo)} to {lround(hi)} ns")
             self.assertIn(f"{span} over 5 probes", line[0])
             for case, row in zip(data["cases"], rows):
                 mine = case["core_round_trip_ns"]
