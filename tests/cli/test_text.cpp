@@ -138,7 +138,9 @@ TEST_SUITE("cli / text") {
       p.finish();
     });
     CHECK(after_first == "1");  // "a" only: the lead byte waits for the rest of its character
-    CHECK(out == "a\xC3\xA9" "b\xC3");  // (split: \xA9b would be one escape)
+    CHECK(out ==
+          "a\xC3\xA9"
+          "b\xC3");  // (split: \xA9b would be one escape)
   }
 
   TEST_CASE("each round decodes only its own tokens, not the whole reply again") {
