@@ -59,13 +59,22 @@ function(_speclab_discover target list_file ctest_file)
       -D PROPS_FILE=${props_file}
       -P ${PROJECT_SOURCE_DIR}/cmake/discover_doctest.cmake
     VERBATIM)
+  # Until <target> is built, one failing placeholder stands for its cases. It carries their labels,
+  # so that `ctest -L lab01` in a tree where only a starter was built fails by name instead of
+  # passing with no case run.
+  set(labels "")
+  list(FIND D_PROPERTIES LABELS at)
+  if(at GREATER -1)
+    math(EXPR at "${at} + 1")
+    list(GET D_PROPERTIES ${at} labels)
+  endif()
   set(include_file ${CMAKE_CURRENT_BINARY_DIR}/${target}_include.cmake)
   file(WRITE ${include_file}
     "if(EXISTS \"${ctest_file}\")\n"
     "  include(\"${ctest_file}\")\n"
     "else()\n"
-    "  add_test(\"${D_PREFIX}: NOT BUILT\" ${CMAKE_COMMAND} -E echo \"Build first: cmake --build ${PROJECT_BINARY_DIR}\")\n"
-    "  set_tests_properties(\"${D_PREFIX}: NOT BUILT\" PROPERTIES WILL_FAIL TRUE)\n"
+    "  add_test(\"${D_PREFIX}: NOT BUILT\" ${CMAKE_COMMAND} -E echo \"The cases of ${D_PREFIX} are listed when ${target} is built, and it is not: cmake --build ${PROJECT_BINARY_DIR} --target ${target} (or build everything), then run ctest again.\")\n"
+    "  set_tests_properties(\"${D_PREFIX}: NOT BUILT\" PROPERTIES WILL_FAIL TRUE LABELS \"${labels}\")\n"
     "endif()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${include_file})
 endfunction()

@@ -210,11 +210,21 @@ def cmd_lab_case(a):
 def cmd_lab_build(a):
     impl = lab_impl()
     target = f"{a.lab}_tests_{impl}"
-    print(f"LAB_IMPL={impl}: building {target}", flush=True)
-    rc = subprocess.call(["cmake", "--build", a.build_dir, "--target", target])
+    # The lab's cases are registered when its solution binary is built. In a tree where it never
+    # was (only a starter target built), build it too, so that the next ctest run finds them.
+    cases = os.path.join(a.build_dir, "labtests", f"{a.lab}.cases")
+    unregistered = not os.path.exists(cases)
+    targets = [target] + ([f"{a.lab}_tests_solution"] if unregistered and impl != "solution"
+                          else [])
+    print(f"LAB_IMPL={impl}: building {' '.join(targets)}", flush=True)
+    rc = subprocess.call(["cmake", "--build", a.build_dir, "--target", *targets])
     if rc != 0:
         print(f"\nBUILD FAILED for LAB_IMPL={impl} ({a.lab}). The compiler errors are above; "
               "every test of this lab is reported as not run until it builds.")
+    elif unregistered and os.path.exists(cases):
+        print(f"\n{a.lab}'s cases were not registered in this build tree, so this ctest run "
+              "cannot run them (its 'NOT BUILT' test fails): they are now. Run the same ctest "
+              "command again.")
     return rc
 
 
