@@ -201,6 +201,9 @@ function(speclab_add_lab lab)
       # of range aborts naming the check, where it would otherwise read past the data silently.
       # A mutant is a student's mistake, so it is built the same way.
       target_compile_definitions(${lib} PRIVATE _GLIBCXX_ASSERTIONS)
+      # With debug information, a crash's backtrace (the hint tools/testrun.py prints) names the
+      # line of the student's file; the code is optimized as before.
+      target_compile_options(${lib} PRIVATE -g)
     endif()
     # LAB_DEPS come first, so that the starter's own <dep>_starter resolves the earlier labs'
     # symbols before any <dep>_solution another lab's LINK brings in.

@@ -26,6 +26,7 @@ import argparse
 import os
 import re
 import resource
+import shlex
 import signal
 import subprocess
 import sys
@@ -174,6 +175,18 @@ def run_case(exe, case, timeout=30.0, mem_mb=2048, env=None):
     return r.status, r.output
 
 
+# Signals whose backtrace points at the faulty line.
+DEBUGGABLE = ("SIGSEGV", "SIGABRT", "SIGFPE", "SIGBUS", "SIGILL")
+
+
+def crash_hint(exe, case):
+    """For a case that crashed: the command that shows where, under gdb."""
+    filt = "--test-case=" + case.replace(",", "\\,")
+    return ("To see the line it crashed on, run the case under gdb (tools/setup installs it):\n"
+            f"  gdb -batch -ex run -ex bt --args {shlex.quote(exe)} {shlex.quote(filt)}\n"
+            "The first frame in a file of yours (starter.cpp) names the function and line.\n")
+
+
 def finish(status, output):
     sys.stdout.write(output)
     sys.stdout.flush()
@@ -192,19 +205,24 @@ def read_cases(build_dir, lab):
         return [line for line in f.read().splitlines() if line]
 
 
+def run_and_report(exe, case, timeout, mem_mb, build_dir, skip_name):
+    """Runs one case for ctest: its output, a skip noted for skip-report, a crash's gdb hint."""
+    r = run_case_detail(exe, case, timeout, mem_mb)
+    output = r.output
+    if r.status == "skipped":
+        record_skip(build_dir, skip_name, output)
+    if r.status == "crashed" and r.signal in DEBUGGABLE:
+        output += crash_hint(exe, case)
+    return finish(r.status, output)
+
+
 def cmd_case(a):
-    status, output = run_case(a.exe, a.case, a.timeout, a.mem_mb)
-    if status == "skipped":
-        record_skip(build_dir_of(a.exe), a.case, output)
-    return finish(status, output)
+    return run_and_report(a.exe, a.case, a.timeout, a.mem_mb, build_dir_of(a.exe), a.case)
 
 
 def cmd_lab_case(a):
-    impl = lab_impl()
-    status, output = run_case(lab_exe(a.build_dir, a.lab, impl), a.case, a.timeout, a.mem_mb)
-    if status == "skipped":
-        record_skip(a.build_dir, f"{a.lab}: {a.case}", output)
-    return finish(status, output)
+    exe = lab_exe(a.build_dir, a.lab, lab_impl())
+    return run_and_report(exe, a.case, a.timeout, a.mem_mb, a.build_dir, f"{a.lab}: {a.case}")
 
 
 def cmd_lab_build(a):
