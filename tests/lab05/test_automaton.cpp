@@ -26,11 +26,11 @@ int check_every_prefix(const V& s, const std::string& what) {
     const SuffixMatch want = brute_longest_match(prefix);
     const SuffixMatch got = sa.longest_match();
     if (!(got == want)) {
+      const std::size_t from = prefix.size() > 24 ? prefix.size() - 24 : 0;
       std::string shown;
-      for (std::size_t i = prefix.size() > 24 ? prefix.size() - 24 : 0; i < prefix.size(); ++i) {
-        shown += std::to_string(prefix[i]) + " ";
-      }
-      INFO(what, ": after ", prefix.size(), " tokens (last ones: ", shown, ")");
+      for (std::size_t i = from; i < prefix.size(); ++i) shown += std::to_string(prefix[i]) + " ";
+      INFO(what, ": after ", prefix.size(), " tokens (from index ", from, ": ", shown,
+           "); an end is an index into the whole stream");
       INFO("oracle: length ", want.length, " ending at ", want.end, "; automaton: length ",
            got.length, " ending at ", got.end);
       REQUIRE(got == want);

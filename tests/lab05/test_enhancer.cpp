@@ -70,15 +70,20 @@ TEST_SUITE("lab05 / The automaton as an enhancer") {
     FixedDrafter inner;
     SuffixAutomaton sa;
     std::vector<bool> automaton_won;
+    std::vector<int> match_lengths;  // what this automaton's longest_match() says after token i
     for (std::size_t i = 0; i < s.size(); ++i) {
       sa.extend(s[i]);
+      match_lengths.push_back(sa.longest_match().length);
       const int before = inner.calls;
       enhanced_propose(sa, inner, std::span<const Token>(s).first(i + 1), 2, 3);
       automaton_won.push_back(inner.calls == before);
     }
     INFO(
         "entry i: the automaton drafted after token i (the inner drafter was not asked); the"
-        " matches after tokens 6 to 9 are 1, 2, 3, 4 long, and the threshold is 3");
+        " threshold is 3, and the matches after tokens 6 to 9 should be 1, 2, 3, 4 long");
+    INFO("longest_match().length after each token: ", match_lengths,
+         " (should be {0, 0, 0, 0, 0, 0, 1, 2, 3, 4}: if not, look at extend or longest_match"
+         " first)");
     CHECK(automaton_won ==
           std::vector<bool>{false, false, false, false, false, false, false, false, true, true});
   }

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "mini_engine/spec/loop.h"
@@ -33,8 +35,13 @@ TEST_SUITE("lab05 / Proposing from the match") {
   }
 
   TEST_CASE("proposals match the brute-force oracle on every prefix") {
-    for (const V& s :
-         {random_stream(7, 250, 3), periodic_stream(8, 200, 5), mixed_stream(9, 300)}) {
+    const std::pair<const char*, V> streams[] = {
+        {"random (seed 7, alphabet 3)", random_stream(7, 250, 3)},
+        {"periodic (seed 8, period 5)", periodic_stream(8, 200, 5)},
+        {"mixed (seed 9)", mixed_stream(9, 300)}};
+    for (const auto& [name, s] : streams) {
+      const std::string stream_name = name;  // a std::string: doctest prints a char* as an address
+      INFO("stream: ", stream_name);
       SuffixAutomaton sa;
       V prefix;
       for (Token t : s) {
