@@ -23,8 +23,9 @@ namespace speclab {
 
 // --8<-- [start:top_k_tokens]
 // The `k` highest-scoring tokens of `row`, best first; equal scores go to the lower id.
-// Tokens scored -infinity (probability 0 at every temperature) are never returned, so fewer than
-// k come back when fewer than k tokens are possible. Returns {} when k == 0.
+// Requires every score to be finite or -infinity, as logits are. Tokens scored -infinity
+// (probability 0 at every temperature) are never returned, so fewer than k come back when fewer
+// than k tokens are possible. Returns {} when k == 0.
 // Throws std::invalid_argument when k < 0.
 std::vector<Token> top_k_tokens(std::span<const float> row, int k);
 // --8<-- [end:top_k_tokens]

@@ -15,6 +15,7 @@
 #include "mini_engine/spec/loop.h"
 #include "mini_engine/targets/toy_target.h"
 #include "nasd.h"
+#include "prompt_lookup.h"
 
 using namespace speclab;
 using V = std::vector<Token>;
@@ -72,8 +73,10 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
     CHECK(top_k_tokens(row, 1) == V{1});
     CHECK(top_k_tokens(row, 3) == V{1, 2, 4});
     CHECK(top_k_tokens(row, 0) == V{});
-    INFO("token 3 scores -inf: it is never returned, so k = 10 gives the 5 possible tokens");
-    CHECK(top_k_tokens(row, 10) == V{1, 2, 4, 0, 5});
+    {
+      INFO("token 3 scores -inf: it is never returned, so k = 10 gives the 5 possible tokens");
+      CHECK(top_k_tokens(row, 10) == V{1, 2, 4, 0, 5});
+    }
     CHECK_THROWS_AS(top_k_tokens(row, -1), std::invalid_argument);
   }
 
@@ -231,7 +234,8 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
       dc.max_new_tokens = 150;
       dc.k = 4;
       NasdDrafter drafter({.n = 3, .min_context = 1, .filler_top_k = k});
-      const auto res = run_speculative(target, drafter, sampled_verify_rule(), prompt, dc);
+      // Lab 01's greedy rule (the reference's), so that this case tests record_round alone.
+      const auto res = run_speculative(target, drafter, greedy_verify_rule(), prompt, dc);
       V text = prompt;
       text.insert(text.end(), res.tokens.begin(), res.tokens.end());
       std::set<std::tuple<int, V, Token>> expect;  // (context length, context, next token)

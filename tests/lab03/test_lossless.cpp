@@ -123,6 +123,11 @@ TEST_SUITE("lab03 / Why emitting the draw is lossless") {
                 std::mismatch(spec.tokens.begin(), spec.tokens.end(), base.begin(), base.end());
             INFO("first difference at emitted token ", first_diff.first - spec.tokens.begin(),
                  " (the values show at most 32 tokens)");
+            INFO(
+                "token for token, not only in distribution: verify_sampled must emit the draw "
+                "sample_at(row i, sampling, position + i) that plain decoding makes there; a rule "
+                "with random numbers of its own (classic residual sampling, say) is right in "
+                "distribution but fails here (see the chapter's 'Checking it two ways')");
             REQUIRE(spec.tokens == base);
             accepted += spec.stats.accepted;
             drafted += spec.stats.drafted;

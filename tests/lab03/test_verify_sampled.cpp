@@ -84,13 +84,18 @@ TEST_SUITE("lab03 / Verifying under sampling") {
       const Token e1 = speclab::sample_at(rows.row(1), sp, pos + 1);
       const Token e2 = speclab::sample_at(rows.row(2), sp, pos + 2);
       // REQUIRE: the first position that fails is enough (CHECK would print up to 1200 failures).
-      INFO("position ", pos, ": row i must use uniform01(seed, sequence, position + i)");
-      INFO("drafts ", e0, " ", e1, ": the plain decoder draws ", e0, " ", e1, " ", e2);
-      const auto hit = verify_sampled(V{e0, e1}, rows, pos, sp);
-      REQUIRE(hit.accepted == 2);
-      REQUIRE(hit.emitted == V{e0, e1, e2});
-      INFO("then drafts ", e0, " ", other_side(e1), ": the draw ", e1,
-           " at row 1 rejects the second draft and is emitted itself, not a new draw");
+      INFO("position ", pos);
+      {
+        INFO("drafts ", e0, " ", e1, ": the plain decoder draws ", e0, " ", e1, " ", e2,
+             " (row i's draw is sample_at(row i, sampling, position + i): the same number the "
+             "plain decoder uses there, not a draw of your own)");
+        const auto hit = verify_sampled(V{e0, e1}, rows, pos, sp);
+        REQUIRE(hit.accepted == 2);
+        REQUIRE(hit.emitted == V{e0, e1, e2});
+      }
+      INFO("drafts ", e0, " ", other_side(e1), ": the draw ", e1,
+           " at row 1 rejects the second draft and is emitted itself, not a new draw (see "
+           "'Why a fresh draw after a mismatch is biased')");
       const auto miss = verify_sampled(V{e0, other_side(e1)}, rows, pos, sp);
       REQUIRE(miss.accepted == 1);
       REQUIRE(miss.emitted == V{e0, e1});
