@@ -183,7 +183,8 @@ def crash_hint(exe, case):
     """For a case that crashed: the command that shows where, under gdb."""
     filt = "--test-case=" + case.replace(",", "\\,")
     return ("To see the line it crashed on, run the case under gdb (tools/setup installs it):\n"
-            f"  gdb -batch -ex run -ex bt --args {shlex.quote(exe)} {shlex.quote(filt)}\n"
+            "  gdb -batch -ex 'set print frame-arguments none' -ex run -ex bt --args "
+            f"{shlex.quote(exe)} {shlex.quote(filt)}\n"
             "The first frame in a file of yours (starter.cpp) names the function and line.\n")
 
 
