@@ -90,7 +90,8 @@ class NGramPool {
   //    proper prefix of `value`, that value grows into `value` in place (it keeps its age).
   //    Else `value` is appended as the newest; if the key then holds more than
   //    max_values_per_key values, its oldest is dropped.
-  // Requires 1 <= key.size() <= k and 1 <= value.size() <= v; throws std::invalid_argument.
+  // Requires 1 <= key.size() <= k and 1 <= value.size() <= v; otherwise throws
+  // std::invalid_argument and changes nothing (the pair is not counted either).
   void insert_pair(std::span<const Token> key, std::span<const Token> value);
   // --8<-- [end:insert_pair]
 

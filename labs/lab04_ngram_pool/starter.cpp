@@ -8,15 +8,15 @@ namespace speclab {
 // --8<-- [start:NGramPool]
 NGramPool::NGramPool(const NGramPoolConfig& config) : config_(config) {
   // TODO(lab04): reject a config with v or k outside [1, 64] or a negative max_values_per_key
-  // (std::invalid_argument naming the field).
+  // (std::invalid_argument whose message names the field, e.g. "max_draft_len").
   todo("lab04", "NGramPool::NGramPool", "book/lab04_ngram_pool.md, section 'The options'");
 }
 // --8<-- [end:NGramPool]
 
 // --8<-- [start:insert_pair]
 void NGramPool::insert_pair(std::span<const Token> key, std::span<const Token> value) {
-  // TODO(lab04): count the update, then apply the keep rule: a new key (evict the least
-  // recently used key first when the pool is full), the longest value when !is_keep_all, and
+  // TODO(lab04): check the sizes, count the update, then apply the keep rule: a new key (evict the
+  // least recently used key first when the pool is full), the longest value when !is_keep_all, and
   // the prefix-free list of values when is_keep_all. Call touch() on every known key you
   // update; a new key is not in lru_ yet, so push it to the front yourself (see touch() in
   // ngram_pool.h). An evicted key leaves both map_ and lru_.

@@ -78,5 +78,7 @@ TEST_SUITE("lab04 / Keeping values: the keep rule") {
     CHECK_THROWS_AS(pool.insert_pair(V{1}, V{}), std::invalid_argument);
     CHECK_THROWS_AS(pool.insert_pair(V{1}, V{1, 2, 3, 4}), std::invalid_argument);
     CHECK(pool.num_keys() == 0);
+    INFO("a rejected pair changes nothing, not even stats().pair_updates: check, then count");
+    CHECK(pool.stats().pair_updates == 0);
   }
 }

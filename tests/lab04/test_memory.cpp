@@ -30,8 +30,9 @@ TEST_SUITE("lab04 / Bounded memory") {
     CHECK(pool.num_keys() == 3);
     CHECK(pool.values(V{2}) == Values{});
     INFO(
-        "keys_by_recency() walks lru_: every key of the map once, most recent first, so an "
-        "evicted key must leave lru_ as well as map_");
+        "the key evicted is the least recently used one, at the back of lru_ (key 2 here), not "
+        "the front; keys_by_recency() walks lru_, most recent first, so an evicted key must "
+        "leave lru_ as well as map_");
     CHECK(pool.keys_by_recency() == Values{{4}, {1}, {3}});
     CHECK(pool.stats().evicted_keys == 1);
   }

@@ -68,6 +68,7 @@ TEST_SUITE("lab04 / Public and private pools") {
     manager.update(a, V{1, 2, 3});
     CHECK(manager.pool(a).stats().pair_updates == after_scan);
     manager.update(a, V{1, 2, 3, 4});
+    INFO("if NGramPool::update's own cases ('The per-token update') fail too, fix those first");
     CHECK(manager.pool(a).values(V{3}) == Values{{4}});
     INFO("token 4 is seen now: the same context again feeds nothing, one more token one update");
     const auto after_4 = manager.pool(a).stats().pair_updates;

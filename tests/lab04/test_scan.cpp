@@ -12,13 +12,19 @@ using namespace speclab::lab04_testing;
 
 TEST_SUITE("lab04 / The options") {
   TEST_CASE("a config out of range is rejected with std::invalid_argument") {
-    CHECK_THROWS_AS(NGramPool(config(0, 5)), std::invalid_argument);
-    CHECK_THROWS_AS(NGramPool(config(3, 0)), std::invalid_argument);
-    CHECK_THROWS_AS(NGramPool(config(65, 5)), std::invalid_argument);
-    CHECK_THROWS_AS(NGramPool(config(3, 65)), std::invalid_argument);
+    INFO("the message names the first field out of range (the header's contract)");
+    CHECK_THROWS_WITH_AS(NGramPool(config(0, 5)), doctest::Contains("max_matching_ngram_size"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(NGramPool(config(3, 0)), doctest::Contains("max_draft_len"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(NGramPool(config(65, 5)), doctest::Contains("max_matching_ngram_size"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(NGramPool(config(3, 65)), doctest::Contains("max_draft_len"),
+                         std::invalid_argument);
     NGramPoolConfig c = config(3, 5);
     c.max_values_per_key = -1;
-    CHECK_THROWS_AS(NGramPool{c}, std::invalid_argument);
+    CHECK_THROWS_WITH_AS(NGramPool{c}, doctest::Contains("max_values_per_key"),
+                         std::invalid_argument);
     CHECK_THROWS_AS(NGramPoolManager(config(0, 5)), std::invalid_argument);
     NGramPool ok(config(64, 64));
     CHECK(ok.num_keys() == 0);
