@@ -35,7 +35,9 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
         logits_from_probs({{0.5, 0.5}, {0.2, 0.0001, 0.7999}, {0.0, 0, 0, 1.0}, {1.0}});
     const D reach = replay_reach(V{1, 2, 3}, l, 1.0);
     REQUIRE(reach.size() == 3);
-    INFO("reach is a running product: the chance that drafts 1..i would ALL be accepted");
+    INFO(
+        "reach is a running product: the chance that drafts 1..i would ALL be accepted; draft "
+        "d_j's probability is read in row j - 1 (rows from 0: row 0 scores the first draft)");
     CHECK(reach[0] == doctest::Approx(0.5));
     CHECK(reach[1] == doctest::Approx(0.4).epsilon(1e-3));
     CHECK(reach[2] == doctest::Approx(0.4).epsilon(1e-3));
@@ -43,6 +45,9 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
 
   TEST_CASE("temperature 0 replays greedy matching: 1 until the first mismatch then 0") {
     const Logits l = speclab::testing::logits_with_argmax({4, 5, 9, 7, 2});
+    INFO(
+        "rows' argmax 4 5 9 7 (2 is the bonus row's): drafts 4 5 match rows 0 and 1, draft 6 "
+        "misses row 2's 9, and nothing after a miss survives");
     CHECK(replay_reach(V{4, 5, 6, 7}, l, 0.0) == D{1.0, 1.0, 0.0, 0.0});
     CHECK(replay_reach(V{}, speclab::testing::logits_with_argmax({3}), 0.0).empty());
     // A tie: greedy verification takes argmax, whose ties go to the lowest id (logits.h).
@@ -152,6 +157,10 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
     CHECK_THROWS_WITH_AS(replay.expected_tokens_per_run(), doctest::Contains("no round"),
                          std::invalid_argument);
     replay.add(V{4, 5}, speclab::testing::logits_with_argmax({4, 9, 1}));
+    INFO(
+        "after one greedy round whose drafts 4 5 meet argmaxes 4 9: replay_reach gives 1 0, so "
+        "the profile is 1 0 0 and the round's expected tokens 2 (if replay_reach fails its own "
+        "cases, fix it first)");
     CHECK_THROWS_AS(replay.profile(-1), std::invalid_argument);
     CHECK(replay.profile(0).empty());
     CHECK(replay.profile(3) == D{1.0, 0.0, 0.0});

@@ -47,6 +47,10 @@ TEST_SUITE("lab06 / Expected speed-up") {
     // b = 16 lies 15/31 of the way from 1 to 32: T(16, 0) = 10 + 10 * 15/31, T(16, 2) = 12 + 48 *
     // 15/31.
     const double w = 15.0 / 31.0;
+    INFO(
+        "b = 16 is 15/31 of the way from 1 to 32: T(16, k) interpolates T(1, k) and T(32, k) "
+        "(CostCurve::seconds(b, k) does it), so the speed-up is 2.2 * T(16, 0) / T(16, 2) = "
+        "2.2 * (10 + 10 w) / (12 + 48 w) with w = 15/31");
     CHECK(expected_speedup(c, 16, 2, alpha) ==
           doctest::Approx(2.2 * (10 + 10 * w) / (12 + 48 * w)));
   }
@@ -105,10 +109,15 @@ TEST_SUITE("lab06 / Choosing k") {
     // k = 0 is a candidate too, and expected_speedup checks its inputs at k = 0: a loop over
     // k = 1..K that never runs (max_k = 0, an empty profile) must not answer 0 unchecked.
     const CostCurve c = hand_curve();
-    INFO("the hand curve covers batch sizes 1..32 (64 is outside it)");
-    CHECK_THROWS_AS(choose_k(c, 1, D{1.5, 0.5}, 0), std::invalid_argument);
-    CHECK_THROWS_AS(choose_k(c, 64, D{0.5, 0.5}, 0), std::out_of_range);
-    CHECK_THROWS_AS(choose_k(c, 64, D{}, 4), std::out_of_range);
+    {
+      INFO("a rate of 1.5 is not a probability: rejected even with max_k = 0");
+      CHECK_THROWS_AS(choose_k(c, 1, D{1.5, 0.5}, 0), std::invalid_argument);
+    }
+    {
+      INFO("the hand curve covers batch sizes 1..32 (64 is outside it)");
+      CHECK_THROWS_AS(choose_k(c, 64, D{0.5, 0.5}, 0), std::out_of_range);
+      CHECK_THROWS_AS(choose_k(c, 64, D{}, 4), std::out_of_range);
+    }
     CHECK(choose_k(c, 1, D{}, 4) == 0);
   }
 

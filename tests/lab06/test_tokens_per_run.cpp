@@ -58,6 +58,7 @@ TEST_SUITE("lab06 / Tokens per run from acceptance rates") {
     const D alpha = {0.5, 0.5};
     CHECK_THROWS_AS(expected_tokens_per_run(alpha, 3), std::invalid_argument);
     CHECK_THROWS_AS(expected_tokens_per_run(alpha, -1), std::invalid_argument);
+    INFO("a rate outside [0, 1] (or NaN) is not a probability, whichever position it is at");
     CHECK_THROWS_AS(expected_tokens_per_run(D{0.5, 1.5}, 1), std::invalid_argument);
     CHECK_THROWS_AS(expected_tokens_per_run(D{-0.1}, 1), std::invalid_argument);
     CHECK_THROWS_AS(expected_tokens_per_run(D{std::numeric_limits<double>::quiet_NaN()}, 1),
