@@ -20,7 +20,8 @@ namespace speclab {
 // counts. Scans latest-first, so the most recent earlier occurrence wins. Fewer than k tokens
 // come back when the match sits so close to the end that fewer follow it.
 // Returns an empty vector when k == 0, when context.size() <= n, or when nothing matches.
-// Throws std::invalid_argument when n < 1 or k < 0.
+// Throws std::invalid_argument when n < 1 or k < 0, checked first (also when k == 0 or the
+// context is short).
 std::vector<Token> ngram_propose(std::span<const Token> context, int n, int k);
 // --8<-- [end:ngram_propose]
 
@@ -30,6 +31,7 @@ std::vector<Token> ngram_propose(std::span<const Token> context, int n, int k);
 // Accepts drafts[i] while it equals argmax(row i). Returns the accepted drafts followed by one
 // token from the target: argmax of the first mismatching row (the correction), or argmax of the
 // last row when every draft was accepted (the bonus). emitted.size() == accepted + 1.
+// (VerifyResult, in mini_engine/spec/verify.h: `int accepted` and `std::vector<Token> emitted`.)
 // Throws std::invalid_argument when logits.rows() != drafts.size() + 1.
 VerifyResult verify_greedy(std::span<const Token> drafts, const Logits& logits);
 // --8<-- [end:verify_greedy]

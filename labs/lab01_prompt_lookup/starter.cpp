@@ -6,9 +6,9 @@ namespace speclab {
 
 // --8<-- [start:ngram_propose]
 std::vector<Token> ngram_propose(std::span<const Token> context, int n, int k) {
-  // TODO(lab01): scan latest-first for an earlier occurrence of the last n tokens and return
-  // up to k of the tokens that followed it. Watch the two edges: the suffix itself must never
-  // match, and fewer than k tokens may follow the match.
+  // TODO(lab01): check n and k first. Then scan latest-first for an earlier occurrence of the
+  // last n tokens and return up to k of the tokens that followed it. Watch the two edges: the
+  // suffix itself must never match, and fewer than k tokens may follow the match.
   (void)context, (void)n, (void)k;
   todo("lab01", "ngram_propose", "book/lab01_prompt_lookup.md, section 'Proposing: the scan'");
 }

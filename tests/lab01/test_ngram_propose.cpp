@@ -36,8 +36,13 @@ TEST_SUITE("lab01 / Proposing: the scan") {
     }
     // The most recent earlier occurrence may overlap the suffix: '1 2 1' at index 0 shares its
     // last token with the suffix '1 2 1' at index 2.
-    INFO("an earlier occurrence may overlap the suffix; see the chapter, 'Proposing: the scan'");
-    CHECK(speclab::ngram_propose(V{1, 2, 1, 2, 1}, 3, 4) == V{2, 1});
+    {
+      INFO("an earlier occurrence may overlap the suffix; see the chapter, 'Proposing: the scan'");
+      CHECK(speclab::ngram_propose(V{1, 2, 1, 2, 1}, 3, 4) == V{2, 1});
+    }
+    INFO(
+        "context {7,7,7}, n=2: the earlier '7 7' at index 0 overlaps the suffix, and the "
+        "context is only n + 1 tokens long: both are allowed ('The two off-by-ones')");
     CHECK(speclab::ngram_propose(V{7, 7, 7}, 2, 3) == V{7});
   }
 
@@ -55,15 +60,32 @@ TEST_SUITE("lab01 / Proposing: the scan") {
 
   TEST_CASE("only n-token matches count: a shorter partial match proposes nothing") {
     const V ctx = {5, 2, 9, 3, 2};  // '3 2' never occurred before; '2' alone did
-    CHECK(speclab::ngram_propose(ctx, 2, 3) == V{});
+    {
+      INFO(
+          "context {5,2,9,3,2}, n=2: '3 2' never occurred before, and a match of '2' alone "
+          "(shorter than n) does not count");
+      CHECK(speclab::ngram_propose(ctx, 2, 3) == V{});
+    }
+    INFO("context {5,2,9,3,2}, n=1: the earlier '2' at index 1 is followed by 9 3 2");
     CHECK(speclab::ngram_propose(ctx, 1, 3) == V{9, 3, 2});
   }
 
   TEST_CASE("edge cases: empty context, context no longer than n, k = 0") {
-    CHECK(speclab::ngram_propose(V{}, 1, 3) == V{});
-    CHECK(speclab::ngram_propose(V{7}, 1, 3) == V{});
-    CHECK(speclab::ngram_propose(V{7, 7}, 2, 3) == V{});
-    CHECK(speclab::ngram_propose(V{7, 7, 7}, 1, 0) == V{});
+    {
+      // Logged before each call, so that a crash (context.last(n) on a context shorter than n,
+      // say) shows which input it was.
+      INFO("an empty context, n=1: nothing to match");
+      CHECK(speclab::ngram_propose(V{}, 1, 3) == V{});
+    }
+    {
+      INFO("a context of n tokens ({7}, n=1 and {7,7}, n=2) is only the suffix: nothing earlier");
+      CHECK(speclab::ngram_propose(V{7}, 1, 3) == V{});
+      CHECK(speclab::ngram_propose(V{7, 7}, 2, 3) == V{});
+    }
+    {
+      INFO("k = 0 asks for nothing");
+      CHECK(speclab::ngram_propose(V{7, 7, 7}, 1, 0) == V{});
+    }
     INFO(
         "a context of n + 1 tokens is long enough: its first n tokens are an earlier occurrence, "
         "and exactly one token follows them");
@@ -75,5 +97,8 @@ TEST_SUITE("lab01 / Proposing: the scan") {
     const V ctx = {1, 2, 1, 2};
     CHECK_THROWS_AS(speclab::ngram_propose(ctx, 0, 3), std::invalid_argument);
     CHECK_THROWS_AS(speclab::ngram_propose(ctx, 1, -1), std::invalid_argument);
+    INFO("the arguments are checked before the k = 0 (or short context) early return");
+    CHECK_THROWS_AS(speclab::ngram_propose(ctx, 0, 0), std::invalid_argument);
+    CHECK_THROWS_AS(speclab::ngram_propose(V{}, 0, 3), std::invalid_argument);
   }
 }
