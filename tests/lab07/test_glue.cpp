@@ -89,6 +89,7 @@ void check_copy_stops_at_end_of_turn(Token eot, MyDrafterOptions o) {
       chat ? doctest::toString(chat->config().stop_tokens).c_str() : "(not a ChatDrafter)";
   INFO("make_my_drafter was given stop tokens ", o.stop_tokens, ", its ChatDrafter's config has ",
        config_stops, ": make_my_drafter passes them on, propose cuts at config().stop_tokens");
+  INFO("(a TODO(labNN) thrown here comes from an earlier lab your drafter uses: finish it first)");
   d->begin(prompt);
   Tokens context = prompt;
   context.insert(context.end(), answer.begin(), answer.begin() + 15);
@@ -96,7 +97,8 @@ void check_copy_stops_at_end_of_turn(Token eot, MyDrafterOptions o) {
   INFO("drafts: ", drafts, "; end of turn: ", eot);
   REQUIRE_MESSAGE(!drafts.empty(),
                   "a copy drafter should continue a 15-token copy: the answer being copied is in "
-                  "the prompt, so an empty draft usually means begin() did not index the prompt");
+                  "the prompt, so an empty draft usually means begin() did not index the prompt "
+                  "or propose() did not pass the inner drafter the whole context");
   CHECK(drafts.front() == 115);
   const auto stop = std::find(drafts.begin(), drafts.end(), eot);
   CHECK_MESSAGE(drafts.end() - stop <= 1, "nothing may follow the end-of-turn token in a draft");
@@ -212,17 +214,27 @@ TEST_SUITE("lab07 / Index the whole prompt") {
     ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, Tokens{}), config(true, 1, 5));
     const Tokens prompt = {1, 9, 20, 21, 22, 2, 1, 30, 31};  // template ids included
     d.begin(prompt);
+    INFO(
+        "begin(prompt) calls the inner drafter's begin with the same, whole prompt: that is "
+        "where a reply copies from");
     CHECK(calls->begun == prompt);
   }
   TEST_CASE("propose asks the inner drafter about the whole context") {
     auto calls = std::make_shared<Calls>();
     ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, Tokens{40, 41}), config(false, 1, 5));
-    const Tokens prompt = {1, 9, 20, 21, 2, 1, 30};
+    // A long conversation (3000 tokens): a window of the last few hundred tokens is not the
+    // whole context.
+    Tokens prompt = {1, 9};
+    const Tokens body = iota_tokens(200, 2996);
+    prompt.insert(prompt.end(), body.begin(), body.end());
+    prompt.insert(prompt.end(), {2, 1});
     d.begin(prompt);
     Tokens context = prompt;
     context.push_back(50);
     CHECK(d.propose(context, 4) == Tokens{40, 41});
     REQUIRE(calls->proposed_for.size() == 1);
+    INFO("the inner drafter got ", calls->proposed_for[0].size(), " tokens of the ", context.size(),
+         "-token context: pass it all, not a window");
     CHECK(calls->proposed_for[0] == context);
   }
   TEST_CASE("observe passes every round to the inner drafter") {
@@ -300,7 +312,8 @@ TEST_SUITE("lab07 / How far to draft") {
     context.insert(context.end(), {40, 41, 99});
     d.observe(context, round_with(first, 2));
     CHECK_MESSAGE(d.controller().next_k() == 6,
-                  "asked for 6, the inner drafter proposed 2 and both were accepted: a full round");
+                  "asked for 6 (k_max), the inner drafter proposed 2 and both were accepted: a "
+                  "full round, so k grows, but never past k_max = 6");
     const int before = d.controller().next_k();
     context.push_back(99);
     d.observe(context, round_with({}, 0));
