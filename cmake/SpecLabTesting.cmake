@@ -17,7 +17,7 @@ set(SPECLAB_CASE_MEMORY_MB 2048 CACHE STRING "Address-space limit (MiB) for one 
 set(SPECLAB_HIDDEN_TESTS_DIR "" CACHE PATH
     "Grading builds only (tools/grade): instructor-only lab tests, DIR/labNN/*.cpp")
 option(SPECLAB_REFERENCE_LAB_DEPS
-    "Grading builds only (tools/grade): a lab's starter links its LAB_DEPS' reference solutions" OFF)
+    "A lab's starter links its LAB_DEPS' reference solutions (tools/grade; or a student's second tree, book/lab07_real_model.md)" OFF)
 if(SPECLAB_ASAN)
   set(SPECLAB_CASE_MEMORY_MB 0)  # AddressSanitizer reserves terabytes of address space
 endif()
