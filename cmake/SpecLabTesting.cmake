@@ -162,6 +162,9 @@ function(speclab_add_lab lab)
   target_link_libraries(${lab}_cases
     PUBLIC speclab_engine doctest::doctest speclab_doctest_printers speclab_warnings ${L_LINK})
   target_include_directories(${lab}_cases PUBLIC ${api_dir} ${PROJECT_SOURCE_DIR}/tests/support)
+  # Debug information: in a crash's backtrace (tools/testrun.py's gdb hint) the test's frame
+  # names the line of the check that called the student's code.
+  target_compile_options(${lab}_cases PRIVATE -g)
   set(dep_solutions "")
   foreach(dep IN LISTS L_LAB_DEPS)
     list(APPEND dep_solutions ${dep}_solution)

@@ -39,7 +39,10 @@ TEST_SUITE("lab02 / Drafting: chaining predictions") {
     // and the next prediction already has the 2-token context (1 2) -> 5, which beats (2) -> 6.
     NGramStorage m(3);
     m.seed(V{1, 2, 5, 0, 2, 6, 0, 2, 6});
-    CHECK(m.next_token(V{2}).token == 6);
+    {
+      INFO("the storage itself first: (2) was followed by 5 once and 6 twice");
+      CHECK(m.next_token(V{2}).token == 6);
+    }
     {
       INFO(
           "(9 1) is unknown, so (1) -> 2; then the context ends 1 2, and the longest "
@@ -51,7 +54,9 @@ TEST_SUITE("lab02 / Drafting: chaining predictions") {
   TEST_CASE("stop_if_unknown ends the draft at the first miss") {
     OneLevelNGramStorage s(2);
     s.seed(V{1, 2, 3});  // 1->2, 2->3, and nothing ever followed 3
-    INFO("after 2 3 the storage has nothing for 3: stop there");
+    INFO(
+        "after 2 3 the storage has nothing for 3: stop there (each prediction reads the draft "
+        "so far: (1) -> 2, then (2) -> 3; a draft that repeats 2 2 ... is still reading (1))");
     CHECK(draft(s, V{1}, 5, true) == V{2, 3});
     CHECK(draft(s, V{3}, 5, true) == V{});
   }
@@ -133,6 +138,9 @@ TEST_SUITE("lab02 / Learning from verified text") {
   TEST_CASE("begin forgets the previous generation and seeds the new prompt") {
     NGramDrafter d({.n = 2});
     d.begin(V{1, 2});
+    INFO(
+        "(1) -> 2, and nothing followed 2: a draft of one token (your draft() with "
+        "stop_if_unknown), whatever begin did");
     CHECK(d.propose(V{1}, 2) == V{2});
     d.begin(V{7, 8});
     CHECK(d.propose(V{1}, 2) == V{});

@@ -96,10 +96,12 @@ TEST_SUITE("lab02 / Counting: one level") {
   TEST_CASE("one update with several tokens records them in order") {
     OneLevelNGramStorage s(2);
     s.update(V{2}, V{4, 6, 6});
-    CHECK(s.count(V{2}, 4) == 1);
-    CHECK(s.count(V{2}, 6) == 2);
     {
-      INFO("update(2, {4 6 6}) counts 4 once and 6 twice, all after (2)");
+      INFO(
+          "update(2, {4 6 6}) counts 4 once and 6 twice, all after the same context (2): the "
+          "key does not slide along next_tokens");
+      CHECK(s.count(V{2}, 4) == 1);
+      CHECK(s.count(V{2}, 6) == 2);
       CHECK(s.next_token(V{2}) == Prediction{6, true, 1});
     }
     s.update(V{3}, V{8, 7});
@@ -108,7 +110,10 @@ TEST_SUITE("lab02 / Counting: one level") {
       CHECK(s.next_token(V{3}) == Prediction{8, true, 1});
     }
     s.update(V{5}, V{3, 9, 9, 3});
-    CHECK(s.count(V{5}, 3) == 2);
+    {
+      INFO("update(5, {3 9 9 3}) counts 3 twice and 9 twice, all after (5)");
+      CHECK(s.count(V{5}, 3) == 2);
+    }
     {
       INFO(
           "the tie-break holds within one update: A B B A gives B, which reached 2 first; "
@@ -128,15 +133,20 @@ TEST_SUITE("lab02 / Counting: one level") {
   }
 
   TEST_CASE("an update whose context is shorter than n-1 records nothing") {
-    INFO("see the chapter, 'Counting: one level': a context shorter than n-1 has no key");
     OneLevelNGramStorage s(3);
-    s.update(V{1}, V{5});
-    CHECK(s.size() == 0);
-    CHECK(s.contexts() == 0);
-    s.update(V{}, V{6});
-    CHECK(s.size() == 0);
-    s.update(V{1, 2}, V{5});  // exactly n-1: recorded
-    CHECK(s.size() == 1);
+    {
+      INFO("see the chapter, 'Counting: one level': a context shorter than n-1 has no key");
+      s.update(V{1}, V{5});
+      CHECK(s.size() == 0);
+      CHECK(s.contexts() == 0);
+      s.update(V{}, V{6});
+      CHECK(s.size() == 0);
+    }
+    {
+      INFO("a context of exactly n-1 = 2 tokens is long enough: (1 2) is recorded");
+      s.update(V{1, 2}, V{5});
+      CHECK(s.size() == 1);
+    }
     INFO("NGramStorage records at the levels the context fits, and only those");
     NGramStorage m(4);
     m.update(V{7}, V{8});
@@ -172,6 +182,7 @@ TEST_SUITE("lab02 / A miss is not a guess") {
     const NGramStorage multi(4);
     INFO("a miss is exactly Prediction{} = {kNoToken, false, 0}; see 'A miss is not a guess'");
     for (const V& ctx : {V{}, V{1}, V{1, 2}, V{1, 2, 3}}) {
+      INFO("context ", ctx);  // logged before the calls: a crash shows which context it was
       CHECK(one.next_token(ctx) == Prediction{});
       CHECK(multi.next_token(ctx) == Prediction{});
     }
@@ -188,7 +199,9 @@ TEST_SUITE("lab02 / A miss is not a guess") {
     s.update(V{4, 1}, V{});
     CHECK(s.next_token(V{4, 1}) == Prediction{});
     {
-      INFO("seed(1 2 3 4) stores the contexts (1 2) and (2 3); the empty update adds none");
+      INFO(
+          "seed(1 2 3 4) stores the contexts (1 2) and (2 3), each of n-1 = 2 tokens; the empty "
+          "update adds none");
       CHECK(s.contexts() == 2);
     }
     NGramStorage m(3);
@@ -233,9 +246,12 @@ TEST_SUITE("lab02 / Backing off: many levels") {
     feed_disagreeing_levels(s);
     CHECK(s.next_token(V{1, 2, 3}) == Prediction{7, true, 3});
     CHECK(s.next_token(V{4, 2, 3}) == Prediction{8, true, 2});
-    INFO("with min_context = 2 no level looks at a single token: (4 4 3) is a miss");
-    CHECK(s.next_token(V{4, 4, 3}) == Prediction{});
-    CHECK(s.next_token(V{3}) == Prediction{});
+    {
+      INFO("with min_context = 2 no level looks at a single token: (4 4 3) is a miss");
+      CHECK(s.next_token(V{4, 4, 3}) == Prediction{});
+      CHECK(s.next_token(V{3}) == Prediction{});
+    }
+    INFO("three pairs at each of the levels n = 3 and 4: a context of exactly n - 1 tokens counts");
     CHECK(s.size() == 3 + 3);
   }
 
