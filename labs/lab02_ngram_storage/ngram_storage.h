@@ -56,7 +56,8 @@ class NGramModel {
   // Records every n-gram of `prompt`: what a drafter does once, before the first round.
   virtual void seed(std::span<const Token> prompt) = 0;
   // Records that each of `next_tokens`, in order, was seen right after `context` (the whole text
-  // so far: only its trailing tokens are used). Throws std::invalid_argument on a negative id.
+  // so far: only its trailing tokens are used). Throws std::invalid_argument on a negative id in
+  // next_tokens.
   virtual void update(std::span<const Token> context, std::span<const Token> next_tokens) = 0;
   // The most frequent token seen after the trailing tokens of `context`, or a miss.
   virtual Prediction next_token(std::span<const Token> context) const = 0;
@@ -106,8 +107,8 @@ class OneLevelNGramStorage final : public NGramModel {
   void seed(std::span<const Token> prompt) override;
   // When context.size() >= n-1: records each of next_tokens after the last n-1 tokens of
   // context, in order, updating best as described above. A shorter context records nothing.
-  // Throws std::invalid_argument on a negative token id, whatever the context's length (and then
-  // records nothing).
+  // Throws std::invalid_argument on a negative id in next_tokens, whatever the context's length
+  // (and then records nothing).
   void update(std::span<const Token> context, std::span<const Token> next_tokens) override;
   // {best, true, n-1} for the last n-1 tokens of context when that context was recorded;
   // otherwise (unseen, or context shorter than n-1) a miss: Prediction{}.
@@ -175,8 +176,8 @@ class NGramStorage final : public NGramModel {
   // Seeds every level: all k-grams of the prompt for k = min_context+1 .. n.
   void seed(std::span<const Token> prompt) override;
   // Records each of next_tokens after context at every level whose context fits in `context`.
-  // Throws std::invalid_argument on a negative token id, even when no level's context fits (and
-  // then records nothing).
+  // Throws std::invalid_argument on a negative id in next_tokens, even when no level's context fits
+  // (and then records nothing).
   void update(std::span<const Token> context, std::span<const Token> next_tokens) override;
   // Asks the levels from the longest context to the shortest (min_context) and returns the first
   // hit; context_length tells which level answered. A miss only when no level knows its context.
