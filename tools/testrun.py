@@ -226,6 +226,12 @@ def cmd_lab_case(a):
     return run_and_report(exe, a.case, a.timeout, a.mem_mb, a.build_dir, f"{a.lab}: {a.case}")
 
 
+def known_labs():
+    """The labs of this source tree: labs/labNN_<topic> folders, as their labNN names."""
+    labs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "labs")
+    return sorted(m.group(1) for m in (re.match(r"(lab\d\d)_", d) for d in os.listdir(labs)) if m)
+
+
 def cmd_lab_build(a):
     impl = lab_impl()
     target = f"{a.lab}_tests_{impl}"
@@ -426,6 +432,10 @@ def main():
         sp.add_argument("--clear", action="store_true")
         sp.set_defaults(fn=fn)
     a = p.parse_args()
+    if getattr(a, "lab", None) is not None and a.lab not in known_labs():
+        print(f"There is no lab '{a.lab}' in this course; the labs are "
+              f"{', '.join(known_labs())}.")
+        return 2
     if a.cmd in ("mutant", "starter-check"):
         a.timeout = min(a.timeout, 10.0)
     return a.fn(a)

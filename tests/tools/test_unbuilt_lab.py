@@ -8,7 +8,8 @@ placeholder test that says so had no lab label. This configures a scratch build 
 and checks, for lab01:
   1. `ctest -L lab01` lists the placeholder, and it fails naming what to build;
   2. the lab's build step (tools/testrun.py lab-build) builds the solution binary too, so the
-     same ctest command run again finds every case.
+     same ctest command run again finds every case;
+  3. the build step given a lab that does not exist says so (it used to blame compiler errors).
 Standard library only. Takes about half a minute (a configure and lab01's build, one job).
 """
 import os
@@ -50,6 +51,10 @@ def main():
             fail(f"the placeholder's output does not name {LAB}_tests_solution",
                  placeholder.stdout)
 
+        typo = run([sys.executable, str(ROOT / "tools" / "testrun.py"), "lab-build",
+                    "--build-dir", str(build), "--lab", "lab99"], env=env)
+        if typo.returncode == 0 or "no lab 'lab99'" not in typo.stdout:
+            fail("lab-build of a lab that does not exist does not say so", typo.stdout)
         built = run([sys.executable, str(ROOT / "tools" / "testrun.py"), "lab-build",
                      "--build-dir", str(build), "--lab", LAB], env=env)
         if built.returncode != 0:
