@@ -57,9 +57,13 @@ TEST_SUITE("lab03 / Verifying under sampling") {
     CHECK(r.emitted == V{4, 5, 6, 7});
   }
 
-  TEST_CASE("first mismatch -> the draw at that row is emitted and later drafts are ignored") {
+  TEST_CASE(
+      "first mismatch -> the row's token is emitted and later drafts are ignored (certain rows)") {
     const SamplingParams sp{1.0, 7, 0};
     const auto r = verify_sampled(V{4, 5, 6}, certain_rows({4, 9, 6, 7}), 10, sp);
+    // Every row here puts all its probability on one token, so any draw gives it: this case is
+    // about where the round stops. Which draw is emitted at a mismatch (row i's own, not a fresh
+    // one) is the business of "the draw at row i is the plain decoder's draw at position + i".
     INFO("draft 5 meets the draw 9: emit 9 and stop, even though draft 6 would match row 2");
     CHECK(r.accepted == 1);
     CHECK(r.emitted == V{4, 9});
