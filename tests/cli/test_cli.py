@@ -415,6 +415,74 @@ class BadInput(unittest.TestCase):
                                 "are the same file", cwd=tmp)
             self.assertEqual(Path(same).read_text(), "kept\n")
 
+    def test_an_empty_value_after_equals_is_that_empty_value(self):
+        # CLI11 read "--csv=" as a flag with no value and took the next word for it: "--csv=
+        # --json=" wrote the CSV to a file named "--json=" and the JSON to the default path, and
+        # "trace --out= --raw" wrote to a file named "--raw" and lost the flag.
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic",
+                                   "--drafter", "sa", "--repeats", "1", "--max-new-tokens", "8",
+                                   "--csv=", "--json=", cwd=tmp)
+            self.assertEqual(rc, 0, err)
+            self.assertNotIn("bench: wrote", err)
+            self.assertEqual(os.listdir(tmp), [], "'--csv= --json=' wrote files")
+            self.assert_refused(["trace", "--model", "toy", "--out=", "--raw"],
+                                "--out '': give a file", cwd=tmp)
+            self.assert_refused(["bench", "--model", "toy", "--k=", "--csv", "", "--json", ""],
+                                "--k")
+            self.assertEqual(os.listdir(tmp), [], "a refused run left files behind")
+
+    def test_an_output_that_is_one_of_the_inputs_is_refused_before_the_run(self):
+        # bench --csv over its own workload file, or trace --out over its prompt file, replaced
+        # the input with the results, and said it had written them.
+        with tempfile.TemporaryDirectory() as tmp:
+            prompt = Path(tmp, "p.txt")
+            prompt.write_text("1 2 3 1 2 3\n")
+            err = self.assert_refused(["trace", "--model", "toy", "--prompt-file", "p.txt",
+                                       "--out", "./p.txt"],
+                                      "--out './p.txt' is the input --prompt-file 'p.txt'", cwd=tmp)
+            workload = Path(tmp, "w.jsonl")
+            shutil.copy(ROOT / "data" / "workloads" / "rag.jsonl", workload)
+            model = Path(tmp, "m.gguf")
+            model.write_bytes(b"not a model")
+            # Checked before the model is read: the error is the overwrite, not the bad model.
+            self.assert_refused(["bench", "--model", "m.gguf", "--workload", "w.jsonl",
+                                 "--csv", "w.jsonl", "--json", ""],
+                                "--csv 'w.jsonl' is the input workload 'w.jsonl'", cwd=tmp)
+            self.assert_refused(["bench", "--model", "m.gguf", "--workload", "w.jsonl",
+                                 "--csv", "", "--json", "m.gguf"],
+                                "--json 'm.gguf' is the input --model 'm.gguf'", cwd=tmp)
+            self.assert_refused(["trace", "--model", "m.gguf", "--prompt", "hi", "--out",
+                                 "m.gguf"], "--out 'm.gguf' is the input --model 'm.gguf'",
+                                cwd=tmp)
+            self.assertEqual(prompt.read_text(), "1 2 3 1 2 3\n")
+            self.assertEqual(model.read_bytes(), b"not a model")
+            self.assertEqual(workload.read_bytes(),
+                             (ROOT / "data" / "workloads" / "rag.jsonl").read_bytes())
+
+    def test_a_link_to_a_file_not_yet_written_is_that_file(self):
+        # y.json -> x.csv, with x.csv not there yet: the JSON used to land in x.csv, over the CSV.
+        with tempfile.TemporaryDirectory() as tmp:
+            os.symlink("x.csv", os.path.join(tmp, "y.json"))
+            self.assert_refused(["bench", "--model", "toy", "--csv", "x.csv", "--json", "y.json"],
+                                "--csv 'x.csv' and --json 'y.json' are the same file", cwd=tmp)
+            self.assertEqual(sorted(os.listdir(tmp)), ["y.json"])
+
+    def test_a_folder_where_no_file_can_be_created_is_refused_before_the_run(self):
+        # /proc takes no new files, even from root (whom access() lets write anywhere): the bench
+        # ran to the end and then lost its results.
+        if not os.path.isdir("/proc/self"):
+            self.skipTest("no /proc on this system")
+        cmd = ["bench", "--model", "toy", "--workload", "toy-periodic", "--drafter", "sa",
+               "--repeats", "1", "--max-new-tokens", "8", "--csv", "/proc/speclab.csv",
+               "--json", ""]
+        self.assert_refused(cmd, "--csv '/proc/speclab.csv': cannot create it in '/proc'")
+        _, out, _ = speclab(*cmd)
+        self.assertNotIn("speedup", out, "the bench ran before checking its output files")
+        err = self.assert_refused(["trace", "--model", "toy", "--out", "/proc/speclab.jsonl"],
+                                  "--out '/proc/speclab.jsonl': cannot create it in '/proc'")
+        self.assertNotIn("partial", err)
+
     def test_a_seed_outside_0_to_2_to_the_64_minus_1_is_refused(self):
         # -1 used to wrap to 18446744073709551615 and 2^64 to be clamped, both without a word.
         for cmd in (["generate"], ["chat"], ["bench"], ["trace", "--out", "-"], ["demo"]):

@@ -211,6 +211,13 @@ int run_bench(const BenchOptions& o) {
       workloads.push_back(find_workload(name));
     }
   }
+  // The results must not land on what the run reads: checked before the model is loaded.
+  std::vector<std::pair<std::string, std::string>> inputs = {
+      {model_file_given(o.target), "--model"}};
+  if (!toy) {  // the toy's workloads are built in
+    for (const Workload& w : workloads) inputs.emplace_back(w.path, "workload");
+  }
+  check_outputs_spare_inputs({{o.csv, "--csv"}, {o.json, "--json"}}, inputs);
   if (!toy) shared = load_model(o.target);
   const auto model_for = [&](const std::string& workload) -> Model& {
     return toy ? models.at(workload) : shared;

@@ -172,6 +172,10 @@ Model load_gguf_model(const TargetOptions& o) {
 
 }  // namespace
 
+std::string model_file_given(const TargetOptions& o) {
+  return o.model == "toy" || o.model == "smollm2" ? std::string() : o.model;
+}
+
 // ---- targets ----
 
 void add_target_flags(CLI::App& cmd, TargetOptions& o) {

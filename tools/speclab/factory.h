@@ -63,6 +63,10 @@ struct Model {
 // `cmd`. (The toy's seed is the subcommand's --seed.)
 void add_target_flags(CLI::App& cmd, TargetOptions& options);
 
+// The model file --model names, as given, for checks that an output does not overwrite it; empty
+// for 'toy' and 'smollm2' (not a path the user gave).
+std::string model_file_given(const TargetOptions& options);
+
 // Loads the model `options` names. Throws UsageError with a precise message for an unknown
 // model, a missing or unreadable file, a --context above the model's own limit (naming it),
 // --device cuda without a usable GPU (the message carries cuda_unavailable_reason()), and a

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "factory.h"
@@ -43,8 +44,22 @@ int main(int argc, char** argv) {
                      .what());
     return 2;
   }
+  // CLI11 reads "--csv=" as "--csv" with its value still to come, and takes the next word for
+  // it: "--csv= --json=" wrote a file named "--json=". "--name=" is "--name ''".
+  std::vector<std::string> words(argv, argv + argc);
+  std::vector<std::string> split;
+  for (const std::string& w : words) {
+    if (w.size() > 3 && w.starts_with("--") && w.find('=') == w.size() - 1) {
+      split.push_back(w.substr(0, w.size() - 1));
+      split.emplace_back();
+    } else {
+      split.push_back(w);
+    }
+  }
+  std::vector<char*> args;
+  for (std::string& w : split) args.push_back(w.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::RuntimeError& e) {  // a subcommand's own failure (bench: outputs differ)
     return e.get_exit_code();
   } catch (const CLI::ParseError& e) {

@@ -83,6 +83,12 @@ class RemoveOnSignal {
 
 void run_trace(const TraceOptions& o) {
   if (o.out.empty()) throw UsageError("--out '': give a file, or - for standard output");
+  if (o.out != "-") {  // the trace must not land on what the run reads
+    check_outputs_spare_inputs(
+        {{o.out, "--out"}},
+        {{model_file_given(o.target), "--model"},
+         {o.prompt.prompt_file == "-" ? std::string() : o.prompt.prompt_file, "--prompt-file"}});
+  }
   OnePromptRun run = prepare_one_prompt_run(o.target, o.drafter, o.decode, o.prompt);
 
   // The lines go to a file beside --out (beside the file a link names), renamed over it once

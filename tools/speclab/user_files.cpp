@@ -1,5 +1,6 @@
 #include "user_files.h"
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -118,25 +119,59 @@ void check_output_file(const std::string& path, const std::string& what) {
   if (fst.type() != fs::file_type::directory) {
     throw UsageError(named + ": cannot create it: '" + folder.string() + "' is not a folder");
   }
-  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+  // Whether a file can be made there is known by making one: access() says yes to root
+  // everywhere, /proc included. The probe is removed at once.
+  const std::string probe = (folder / ".speclab-probe-XXXXXX").string();
+  std::vector<char> name(probe.begin(), probe.end());
+  name.push_back('\0');
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) {
     throw UsageError(named + ": cannot create it in '" + folder.string() + "' (" +
                      std::strerror(errno) + ")");
   }
+  ::close(fd);
+  ::unlink(name.data());
 }
 
 namespace {
 
 // `path` as the system resolves it when the file is opened: absolute, with ".", ".." and the
-// links of the part that exists resolved.
+// links of the part that exists resolved, and a last link followed even when what it names does
+// not exist yet (opening it for writing creates that).
 fs::path resolved(const std::string& path) {
   std::error_code ec;
-  const fs::path absolute = fs::absolute(path, ec);
+  fs::path p = fs::absolute(path, ec);
   if (ec) return fs::path(path).lexically_normal();
-  const fs::path canonical = fs::weakly_canonical(absolute, ec);
-  return ec ? absolute.lexically_normal() : canonical;
+  for (int hops = 0; hops < 40; ++hops) {  // 40: the kernel's own limit on links in a path
+    const fs::path canonical = fs::weakly_canonical(p, ec);
+    p = ec ? p.lexically_normal() : canonical;
+    if (!fs::is_symlink(fs::symlink_status(p, ec))) break;
+    const fs::path target = fs::read_symlink(p, ec);
+    if (ec) break;
+    p = target.is_absolute() ? target : p.parent_path() / target;
+  }
+  return p;
+}
+
+// Whether paths a and b name one file: the same inode where both exist, the same resolved path
+// otherwise.
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  return fs::equivalent(a, b, ec) || resolved(a) == resolved(b);
 }
 
 }  // namespace
+
+void check_outputs_spare_inputs(const std::vector<std::pair<std::string, std::string>>& outputs,
+                                const std::vector<std::pair<std::string, std::string>>& inputs) {
+  for (const auto& [out, what_out] : outputs) {
+    for (const auto& [in, what_in] : inputs) {
+      if (out.empty() || in.empty() || !same_file(out, in)) continue;
+      throw UsageError(what_out + " '" + out + "' is the input " + what_in + " '" + in +
+                       "': writing it would replace what this run reads; give another path");
+    }
+  }
+}
 
 void check_output_files(const std::vector<std::pair<std::string, std::string>>& outputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -144,9 +179,7 @@ void check_output_files(const std::vector<std::pair<std::string, std::string>>& 
       const auto& [a, what_a] = outputs[i];
       const auto& [b, what_b] = outputs[j];
       if (a.empty() || b.empty()) continue;
-      std::error_code ec;
-      const bool same = fs::equivalent(a, b, ec) || resolved(a) == resolved(b);
-      if (!same) continue;
+      if (!same_file(a, b)) continue;
       throw UsageError(what_a + " '" + a + "' and " + what_b + " '" + b + "' are the same file (" +
                        resolved(a).string() + "): the " + what_b + " output would overwrite the " +
                        what_a + " output; give two different paths, or '' to leave one out");

@@ -31,11 +31,11 @@ bool read_line_capped(std::istream& in, std::string& line, const std::string& wh
 // "16 MiB" for 16 << 20.
 std::string mib(std::size_t bytes);
 
-// Checks, before any work is done, that `path` can be written later, and creates nothing: throws
-// UsageError "<what> '<path>' ..." when it is a directory or ends in '/', when its nearest
-// existing parent is not a folder or cannot be written to, or when an existing file cannot be
-// opened for writing. Leaves an existing file's contents alone. An empty `path` (the "do not
-// write" value) is accepted.
+// Checks, before any work is done, that `path` can be written later, and leaves nothing behind:
+// throws UsageError "<what> '<path>' ..." when it is a directory or ends in '/', when its nearest
+// existing parent is not a folder or no file can be created there (tried with a probe file that
+// is removed at once), or when an existing file cannot be opened for writing. Leaves an existing
+// file's contents alone. An empty `path` (the "do not write" value) is accepted.
 void check_output_file(const std::string& path, const std::string& what);
 
 // check_output_file() for each of `outputs` ({path, what}: "--csv", "--json", ...), after
@@ -44,6 +44,13 @@ void check_output_file(const std::string& path, const std::string& what);
 // target. Throws UsageError naming both flags and paths. Creates nothing (open_output_file makes
 // the folders when a file is written). Empty paths (not written) are skipped.
 void check_output_files(const std::vector<std::pair<std::string, std::string>>& outputs);
+
+// Throws UsageError "<what_out> '<out>' is the input <what_in> '<in>' ..." when an output names
+// the same file as an input (as check_output_files decides sameness): writing it would replace
+// what the run reads (a workload, a prompt file, the model). Empty paths are skipped. Call it
+// before the run, and before the model is loaded (a bad model file is then not the first error).
+void check_outputs_spare_inputs(const std::vector<std::pair<std::string, std::string>>& outputs,
+                                const std::vector<std::pair<std::string, std::string>>& inputs);
 
 // Opens `path` for writing (truncating it), creating missing parent folders. Throws UsageError
 // as check_output_file does.
