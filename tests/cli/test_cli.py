@@ -483,6 +483,32 @@ class BadInput(unittest.TestCase):
                                   "--out '/proc/speclab.jsonl': cannot create it in '/proc'")
         self.assertNotIn("partial", err)
 
+    def test_a_prompt_that_does_not_fit_is_blamed_before_n(self):
+        # A 4-token prompt in a 3-token context was reported as "--n 3 is too long".
+        err = self.assert_refused(["generate", "--model", "toy", "--prompt", "1 2 3 4",
+                                   "--context", "3"], "does not fit the context")
+        self.assertNotIn("--n", err)
+
+    def test_an_empty_prompt_file_name_is_named(self):
+        self.assert_refused(["generate", "--model", "toy", "--prompt-file", ""],
+                            "--prompt-file '': give a file name, or - for standard input")
+
+    def test_a_workload_name_that_is_a_folder_here_says_so(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            os.mkdir(os.path.join(tmp, "wl"))
+            Path(tmp, "m.gguf").write_bytes(b"not a model")
+            self.assert_refused(["bench", "--model", "m.gguf", "--workload", "wl", "--csv", "",
+                                 "--json", ""], "unknown workload 'wl'",
+                                "'wl' here is a folder", cwd=tmp)
+
+    def test_a_bench_whose_prompts_alone_outgrow_the_context_does_not_suggest_fewer_tokens(self):
+        # The toy's built-in prompts hold about 40 tokens: fewer new tokens cannot make them fit.
+        err = self.assert_refused(["bench", "--model", "toy", "--workload", "toy-periodic",
+                                   "--context", "20", "--max-new-tokens", "4", "--csv", "",
+                                   "--json", ""], "do not fit the context",
+                                  "its prompts alone hold")
+        self.assertNotIn("lower --max-new-tokens", err)
+
     def test_a_seed_outside_0_to_2_to_the_64_minus_1_is_refused(self):
         # -1 used to wrap to 18446744073709551615 and 2^64 to be clamped, both without a word.
         for cmd in (["generate"], ["chat"], ["bench"], ["trace", "--out", "-"], ["demo"]):
@@ -519,6 +545,11 @@ class BadInput(unittest.TestCase):
                 ["bench", "--model", "toy", "--workload", "toy-periodic", "--drafter", "sa",
                  "--repeats", "1", "--max-new-tokens", "16", "--csv", "", "--json", ""])
         env = {k: v for k, v in os.environ.items() if k != "LAB_IMPL"}
+        # With its files written (each write since the table's succeeded, and errno with it).
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        runs += (runs[-1][:-4] + ["--csv", os.path.join(tmp, "b.csv"), "--json",
+                                  os.path.join(tmp, "b.json")],)
         for args in runs:
             with open("/dev/full", "wb") as full:
                 p = subprocess.run([SPECLAB, *args], input=b"1 2 3\n", stdout=full,
@@ -527,6 +558,7 @@ class BadInput(unittest.TestCase):
             self.assertEqual(p.returncode, 1, f"speclab {' '.join(args)} > /dev/full: exit "
                              f"{p.returncode}; stderr: {err}")
             self.assertIn("speclab: error: writing to the standard output failed", err)
+            self.assertNotIn("Success", err)  # no errno to name is no "(Success)"
 
 
     def test_a_missing_workload_file_is_named(self):
@@ -1260,6 +1292,21 @@ class RealModel(unittest.TestCase):
         self.assertIn("per repeat: cross-core round trip before it, then the k=2 ratio:", p.stdout)
         self.assertEqual(p.stdout.rstrip().splitlines()[-1].count("x"), 3, p.stdout)
 
+    def test_more_threads_than_cores_is_refused(self):
+        # 64 threads on 2 cores took 8.6 s for 4 tokens (0.5 s with 2): each layer's barrier
+        # waits for threads that have no core. 1024 looked like a hang.
+        cores = os.cpu_count() or 1
+        for cmd in (["generate", "--prompt", "hi"], ["bench", "--workload", "rag", "--batch", "2",
+                                                     "--csv", "", "--json", ""]):
+            rc, _, err = speclab(*cmd, "--model", "smollm2", "--threads", str(cores + 1),
+                                 "--max-new-tokens", "4", timeout=60)
+            self.assertEqual(rc, 2, err)
+            self.assertIn(f"--threads {cores + 1} is more than the {cores} cores of this machine",
+                          err)
+        rc, _, err = speclab("generate", "--prompt", "hi", "--model", "smollm2", "--threads",
+                             str(cores), "--max-new-tokens", "2", timeout=60)
+        self.assertEqual(rc, 0, err)
+
     def test_the_context_error_suggests_raising_context_only_below_the_models_limit(self):
         args = ["generate", "--model", "smollm2", "--threads", "1", "--prompt", "hi"]
         for extra in ([], ["--context", "8192"]):  # at the model's own limit already
@@ -1285,7 +1332,9 @@ class RealModel(unittest.TestCase):
         self.assertIn("workload two_turn, '", err)
         self.assertRegex(err, r"its 2 turns \(\d+ tokens of prompts and templates\) \+ "
                               r"--max-new-tokens 8 for each reply do not fit the context")
-        self.assertIn("or raise --context, up to the model's own limit of 8192", err)
+        # Its prompts alone (about 60 tokens) outgrow 50: fewer new tokens would not help.
+        self.assertRegex(err, r"its prompts alone hold \d+ tokens: raise --context, up to the "
+                              r"model's own limit of 8192\)")
         self.assertEqual(out, "", "the bench ran before checking the conversations")
 
     def test_bench_batch_mode_checks_only_the_first_turns_it_decodes(self):

@@ -243,12 +243,22 @@ int run_bench(const BenchOptions& o) {
       for (size_t t = 1; t < turns; ++t) templates += m.codec->user_turn(c.turns[t]).size() + close;
       if (templates + static_cast<size_t>(o.max_new_tokens) * turns >
           static_cast<size_t>(m.target->max_length())) {
-        const std::string way_out =
-            m.target->max_length() < m.context_limit
-                ? " tokens (lower --max-new-tokens, or raise --context, up to the model's own "
-                  "limit of " +
-                      std::to_string(m.context_limit) + ")"
-                : " tokens, the model's own limit (lower --max-new-tokens)";
+        // Fewer new tokens help only when the prompts alone fit; --context only below the
+        // model's own limit; shorter prompts are the workload's to change.
+        const bool prompts_fit = templates < static_cast<size_t>(m.target->max_length());
+        const bool below_limit = m.target->max_length() < m.context_limit;
+        std::string way_out = prompts_fit ? std::string(" tokens (lower --max-new-tokens")
+                                          : " tokens (its prompts alone hold " +
+                                                std::to_string(templates) + " tokens";
+        if (below_limit) {
+          way_out += std::string(prompts_fit ? ", or" : ":") +
+                     " raise --context, up to the model's own limit of " +
+                     std::to_string(m.context_limit);
+        } else {
+          way_out += std::string(prompts_fit ? "" : ": shorten them") + "; " +
+                     std::to_string(m.target->max_length()) + " is the model's own limit";
+        }
+        way_out += ")";
         throw UsageError("workload " + w.name + ", '" + c.id + "': its " + std::to_string(turns) +
                          (turns == 1 ? " turn (" : " turns (") + std::to_string(templates) +
                          " tokens of prompts and templates) + --max-new-tokens " +

@@ -78,9 +78,9 @@ void run_chat(ChatOptions o) {
     if (user.empty()) throw UsageError("message " + std::to_string(next) + " is empty");
     std::vector<Token> prompt = history;
     prompt.insert(prompt.end(), user.begin(), user.end());
-    if (drafter) check_n_fits(o.drafter, *model.target, prompt.size(), o.decode.max_new_tokens);
     check_fits_context(model, prompt.size(), o.decode.max_new_tokens,
                        name + ": the conversation so far");
+    if (drafter) check_n_fits(o.drafter, *model.target, prompt.size(), o.decode.max_new_tokens);
     return prompt;
   };
   std::string line;

@@ -82,9 +82,11 @@ int main(int argc, char** argv) {
   }
   // Text, tables and answers that never reached the standard output (a full disk, a closed
   // file) are a failed run, not a success. The error flag stays set from any earlier write.
+  // errno names the cause only when this flush failed: an earlier failed write's errno is gone.
+  errno = 0;
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    std::fprintf(stderr, "speclab: error: writing to the standard output failed: %s\n",
-                 std::strerror(errno));
+    std::fprintf(stderr, "speclab: error: writing to the standard output failed%s%s\n",
+                 errno != 0 ? ": " : "", errno != 0 ? std::strerror(errno) : "");
     return 1;
   }
   return 0;

@@ -42,7 +42,11 @@ std::vector<Token> resolve_prompt(const PromptOptions& o, const Model& model) {
     }
     throw UsageError("no prompt: give one with --prompt TEXT or --prompt-file PATH");
   }
-  const std::string text = o.prompt_file.empty() ? o.prompt : read_all(o.prompt_file);
+  const bool from_file = o.file_flag && o.file_flag->count() > 0;
+  if (from_file && o.prompt_file.empty()) {
+    throw UsageError("--prompt-file '': give a file name, or - for standard input");
+  }
+  const std::string text = from_file ? read_all(o.prompt_file) : o.prompt;
   require_utf8(text, "the prompt");
   require_utf8(o.system, "the system message");
   if (blank(text)) throw UsageError("the prompt is empty: give some text to continue");
@@ -79,10 +83,11 @@ OnePromptRun prepare_one_prompt_run(TargetOptions target, const DrafterOptions& 
   DrafterOptions with_stops = drafter;
   with_stops.stop_tokens = run.model.codec->stop_tokens();  // `mine` never drafts past them
   run.drafter = make_drafter(with_stops, decode.k);
+  // The prompt first: a prompt that does not fit is the problem, whatever --n is.
+  check_fits_context(run.model, run.prompt.size(), decode.max_new_tokens);
   if (run.drafter) {
     check_n_fits(drafter, *run.model.target, run.prompt.size(), decode.max_new_tokens);
   }
-  check_fits_context(run.model, run.prompt.size(), decode.max_new_tokens);
   run.config = decode_config(decode);
   run.config.stop_tokens = run.model.codec->stop_tokens();
   if (run.drafter) run.verify = make_verify_rule(run.config.sampling);

@@ -95,8 +95,15 @@ Workload find_workload(const std::string& name) {
   if (std::filesystem::exists(path)) return load_workload(path);
   std::string valid;
   for (const std::string& n : shipped_workloads()) valid += (valid.empty() ? "" : ", ") + n;
+  std::error_code ec;
+  const auto here = std::filesystem::status(name, ec).type();
+  const std::string what_here =
+      here == std::filesystem::file_type::directory ? "; '" + name + "' here is a folder"
+      : here == std::filesystem::file_type::not_found
+          ? ""
+          : "; to read the file '" + name + "' here, give it as ./" + name;
   throw UsageError("unknown workload '" + name + "'; shipped: " + valid +
-                   " (or give the path of a .jsonl file)");
+                   " (or give the path of a .jsonl file)" + what_here);
 }
 
 }  // namespace speclab::cli
