@@ -26,6 +26,7 @@ import argparse
 import os
 import re
 import resource
+import secrets
 import shlex
 import signal
 import subprocess
@@ -109,6 +110,10 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
         cap = int(output_mb) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
 
+    # The test program prints this token back once doctest has finished (tests/support/
+    # doctest_main.cpp): output alone, a copy of doctest's summary line, cannot pass a case.
+    token = secrets.token_hex(16)
+    env = dict(os.environ if env is None else env, SPECLAB_CASE_TOKEN=token)
     start = time.monotonic()
     with tempfile.TemporaryFile() as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -124,6 +129,9 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
                 "loop that never ends.\n"), seconds=time.monotonic() - start)
         text = _read_output(f)
     seconds = time.monotonic() - start
+    end_line = f"\nspeclab-case-end {token}\n"
+    finished = end_line in text
+    text = text.replace(end_line, "\n")
     if rc < 0:
         name = signal.Signals(-rc).name
         if name == "SIGABRT" and BAD_ALLOC_UNCAUGHT.search(text):
@@ -143,17 +151,20 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
             f"\nERROR: the test program exited with code {rc} before doctest started: its "
             f"{mem_mb} MiB memory limit may be too small for the program to start.\n"),
             seconds=seconds)
-    m = re.search(r"test cases:\s*(\d+)\s*\|\s*(\d+) passed", text)
-    if m and int(m.group(1)) != 1:
+    # doctest's own summary is the last one: code under test may print lines like it.
+    summaries = list(re.finditer(r"test cases:\s*(\d+)\s*\|\s*(\d+) passed", text))
+    m = summaries[-1] if summaries else None
+    if m and int(m.group(1)) != 1 and finished:
         return CaseRun("missing", text + (
             f"\nERROR: the filter for '{case}' selected {m.group(1)} test cases instead of 1. "
             "Rebuild, then run ctest again.\n"), seconds=seconds)
-    if rc == 0 and m and int(m.group(2)) == 1:
+    if rc == 0 and m and int(m.group(2)) == 1 and finished:
         return CaseRun("passed", text, seconds=seconds)
     if BAD_ALLOC_CAUGHT.search(text):
         return _out_of_memory(text, case, mem_mb, seconds)
-    if not m and "Sanitizer" not in text:
-        # No summary and no sanitizer report: the code under test ended the process itself.
+    if not finished and "Sanitizer" not in text:
+        # doctest never returned (whatever summary the output shows) and no sanitizer stopped
+        # the program: the code under test ended the process itself.
         return CaseRun("exited", text + (
             f"\nEXITED: '{case}' ended the process with exit code {rc} before the test finished. "
             "Look for a call to exit().\n"), seconds=seconds)

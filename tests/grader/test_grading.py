@@ -344,7 +344,10 @@ def fake_case(body):
     return path
 
 
-SUMMARY = 'print("[doctest] test cases: 1 | {p} passed | {f} failed | 0 skipped")'
+# doctest's summary, then the end marker tests/support/doctest_main.cpp prints once doctest
+# returns (with the token tools/testrun.py gave the case).
+FAKE_SUMMARY = 'print("[doctest] test cases: 1 | {p} passed | {f} failed | 0 skipped")'
+SUMMARY = (FAKE_SUMMARY + '; print("\\nspeclab-case-end " + os.environ["SPECLAB_CASE_TOKEN"])')
 
 
 class CaseRunner(unittest.TestCase):
@@ -366,6 +369,13 @@ class CaseRunner(unittest.TestCase):
             ("exited", "sys.exit(0)"),
             ("failed", SUMMARY.format(p=0, f=0) + "\nsys.exit(0)"),  # 0 passed is no pass
             ("skipped", 'print("SKIPPED: no usable CUDA device")\nsys.exit(77)'),
+            # Code under test that prints doctest's summary itself and ends the process: it used
+            # to pass every case, hidden ones included.
+            ("exited", FAKE_SUMMARY.format(p=1, f=0) + "\nsys.stdout.flush()\nos._exit(0)"),
+            ("exited", FAKE_SUMMARY.format(p=1, f=0) + '\nprint("\\nspeclab-case-end 0123")'),
+            # A copied summary before doctest's own: the last one counts.
+            ("failed", FAKE_SUMMARY.format(p=1, f=0) + "\n" + SUMMARY.format(p=0, f=1) +
+             "\nsys.exit(1)"),
         ]
         for status, body in cases:
             with self.subTest(body=body):

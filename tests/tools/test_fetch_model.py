@@ -15,12 +15,29 @@ from pathlib import Path
 FETCH = Path(__file__).resolve().parents[2] / "tools" / "fetch_model"
 
 
-def fetch(env_extra):
+def fetch(env_extra, *args):
     env = dict(os.environ)
     env.update(env_extra)
-    p = subprocess.run([sys.executable, str(FETCH)], capture_output=True, text=True, env=env,
-                       timeout=60)
+    p = subprocess.run([sys.executable, str(FETCH), *args], capture_output=True, text=True,
+                       env=env, timeout=60)
     return p.returncode, p.stdout, p.stderr
+
+
+class Options(unittest.TestCase):
+    def test_help_explains_and_fetches_nothing(self):
+        # --help used to be ignored: it printed the cached path, or started the download. An
+        # empty cache and no network shows which: nothing may be fetched or attempted.
+        with tempfile.TemporaryDirectory() as tmp:
+            for flag in ("--help", "-h"):
+                rc, out, err = fetch({"SPECLAB_CACHE": tmp, "SPECLAB_MODEL": ""}, flag)
+                self.assertEqual(rc, 0, err)
+                self.assertIn("Fetches SmolLM2-135M-Instruct", out)
+                self.assertIn("Usage: tools/fetch_model", out)
+                self.assertEqual(os.listdir(tmp), [])
+            rc, out, err = fetch({"SPECLAB_CACHE": tmp, "SPECLAB_MODEL": ""}, "--force")
+            self.assertEqual(rc, 2)
+            self.assertIn("unexpected argument '--force'", err)
+            self.assertEqual(os.listdir(tmp), [])
 
 
 class SpeclabModel(unittest.TestCase):

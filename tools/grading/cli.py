@@ -71,6 +71,11 @@ def available_cpus(cpu_max="/sys/fs/cgroup/cpu.max",
     return max(1, n)
 
 
+def cases_text(n):
+    """'1 case', '20 cases'."""
+    return f"{n} case" if n == 1 else f"{n} cases"
+
+
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
@@ -496,10 +501,10 @@ def check_points_cmd(args):
                 except GradingError as e:
                     problems.append(str(e))
     for name, points in public.items():
-        line = f"{name}: {len(points.values)} cases, {reports.num(points.total)} points"
+        line = f"{name}: {cases_text(len(points.values))}, {reports.num(points.total)} points"
         if name in hidden:
             cases, hp = hidden[name]
-            line += (f"; hidden: {len(cases)} cases, {reports.num(hp.total)} points; "
+            line += (f"; hidden: {cases_text(len(cases))}, {reports.num(hp.total)} points; "
                      f"total {reports.num(points.total + hp.total)} points")
         print(line)
     if problems:
