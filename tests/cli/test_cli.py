@@ -483,6 +483,13 @@ class BadInput(unittest.TestCase):
                                   "--out '/proc/speclab.jsonl': cannot create it in '/proc'")
         self.assertNotIn("partial", err)
 
+    def test_an_unknown_auto_inner_is_refused_even_without_auto(self):
+        # Without --drafter auto it only drew "has no effect", and the typo went unnoticed.
+        for drafter in ("auto", "sa"):
+            self.assert_refused(["generate", "--model", "toy", "--drafter", drafter,
+                                 "--auto-inner", "bogus"],
+                                "--auto-inner: unknown drafter 'bogus'; valid: none, ")
+
     def test_a_prompt_that_does_not_fit_is_blamed_before_n(self):
         # A 4-token prompt in a 3-token context was reported as "--n 3 is too long".
         err = self.assert_refused(["generate", "--model", "toy", "--prompt", "1 2 3 4",

@@ -462,6 +462,16 @@ void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string
       ->group(g);
   cmd.add_option("--auto-inner", o.auto_inner,
                  owned("--auto-inner", "the drafter the policy steers"))
+      ->check(CLI::Validator(  // a name is checked even where the flag has no effect
+          [](std::string& name) -> std::string {
+            try {
+              drafter_info(name);
+              return {};
+            } catch (const UsageError& e) {
+              return e.what();
+            }
+          },
+          "DRAFTER"))
       ->capture_default_str()
       ->group(g);
 }
