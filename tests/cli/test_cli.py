@@ -490,6 +490,15 @@ class BadInput(unittest.TestCase):
                                  "--auto-inner", "bogus"],
                                 "--auto-inner: unknown drafter 'bogus'; valid: none, ")
 
+    def test_one_workload_by_name_and_by_path_is_named_twice(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            Path(tmp, "m.gguf").write_bytes(b"not a model")
+            path = str(ROOT / "data" / "workloads" / "two_turn.jsonl")
+            self.assert_refused(["bench", "--model", "m.gguf", "--workload", f"two_turn,{path}",
+                                 "--csv", "", "--json", ""],
+                                f"--workload names one file twice, as 'two_turn' and '{path}'",
+                                cwd=tmp)
+
     def test_a_prompt_that_does_not_fit_is_blamed_before_n(self):
         # A 4-token prompt in a 3-token context was reported as "--n 3 is too long".
         err = self.assert_refused(["generate", "--model", "toy", "--prompt", "1 2 3 4",

@@ -211,6 +211,15 @@ int run_bench(const BenchOptions& o) {
       workloads.push_back(find_workload(name));
     }
   }
+  // One file named twice (by name and by path) would run each of its cases twice.
+  for (size_t i = 0; !toy && i < workloads.size(); ++i) {
+    for (size_t j = i + 1; j < workloads.size(); ++j) {
+      if (same_file(workloads[i].path, workloads[j].path)) {
+        throw UsageError("--workload names one file twice, as '" + names[i] + "' and '" + names[j] +
+                         "' (" + workloads[i].path + "): each of its cases would run twice");
+      }
+    }
+  }
   // The results must not land on what the run reads: checked before the model is loaded.
   std::vector<std::pair<std::string, std::string>> inputs = {
       {model_file_given(o.target), "--model"}};

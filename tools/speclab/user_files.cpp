@@ -153,14 +153,12 @@ fs::path resolved(const std::string& path) {
   return p;
 }
 
-// Whether paths a and b name one file: the same inode where both exist, the same resolved path
-// otherwise.
+}  // namespace
+
 bool same_file(const std::string& a, const std::string& b) {
   std::error_code ec;
   return fs::equivalent(a, b, ec) || resolved(a) == resolved(b);
 }
-
-}  // namespace
 
 void check_outputs_spare_inputs(const std::vector<std::pair<std::string, std::string>>& outputs,
                                 const std::vector<std::pair<std::string, std::string>>& inputs) {

@@ -45,6 +45,11 @@ void check_output_file(const std::string& path, const std::string& what);
 // the folders when a file is written). Empty paths (not written) are skipped.
 void check_output_files(const std::vector<std::pair<std::string, std::string>>& outputs);
 
+// Whether paths a and b name one file: the same file where both exist, otherwise the same path
+// as the system resolves it ("x", "./x" and "sub/../x", a link, even to a file not yet written,
+// and its target).
+bool same_file(const std::string& a, const std::string& b);
+
 // Throws UsageError "<what_out> '<out>' is the input <what_in> '<in>' ..." when an output names
 // the same file as an input (as check_output_files decides sameness): writing it would replace
 // what the run reads (a workload, a prompt file, the model). Empty paths are skipped. Call it
