@@ -499,6 +499,23 @@ class BadInput(unittest.TestCase):
                                 f"--workload names one file twice, as 'two_turn' and '{path}'",
                                 cwd=tmp)
 
+    def test_a_folder_as_standard_input_is_named(self):
+        # `< folder` read as empty input: "the prompt is empty", "no message on standard input".
+        with tempfile.TemporaryDirectory() as tmp:
+            for args, needle in ((["generate", "--prompt-file", "-"],
+                                  "--prompt-file '-': standard input is a directory"),
+                                 (["chat"], "chat: standard input is a directory")):
+                fd = os.open(tmp, os.O_RDONLY)
+                try:
+                    p = subprocess.run([SPECLAB, *args, "--model", "toy"], stdin=fd,
+                                       capture_output=True, text=True, timeout=60,
+                                       env={k: v for k, v in os.environ.items()
+                                            if k != "LAB_IMPL"})
+                finally:
+                    os.close(fd)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(needle, p.stderr)
+
     def test_a_prompt_that_does_not_fit_is_blamed_before_n(self):
         # A 4-token prompt in a 3-token context was reported as "--n 3 is too long".
         err = self.assert_refused(["generate", "--model", "toy", "--prompt", "1 2 3 4",

@@ -40,6 +40,7 @@ void run_chat(ChatOptions o) {
   require_utf8(o.system, "the system message");
 
   const bool interactive = isatty(fileno(stdin)) != 0;
+  require_stdin_not_a_folder("chat");
   const bool color = !o.no_color && color_wanted(stdout);
   std::fprintf(stderr, "speclab chat: %s, drafter %s, k=%d, %s. One message per line%s.\n",
                model.description.c_str(),

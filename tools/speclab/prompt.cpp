@@ -11,7 +11,10 @@ namespace {
 
 std::string read_all(const std::string& path) {
   const std::string named = "--prompt-file '" + path + "'";
-  if (path == "-") return read_capped(std::cin, named, kMaxInputBytes);
+  if (path == "-") {
+    require_stdin_not_a_folder(named);
+    return read_capped(std::cin, named, kMaxInputBytes);
+  }
   std::ifstream in = open_input_file(path, "--prompt-file");
   return read_capped(in, named, kMaxInputBytes);
 }

@@ -1,6 +1,7 @@
 #include "user_files.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -56,6 +57,13 @@ bool read_line_capped(std::istream& in, std::string& line, const std::string& wh
     if (c == '\n') return true;
     line.push_back(static_cast<char>(c));
     if (line.size() > limit) throw UsageError(what + " of more than " + mib(limit));
+  }
+}
+
+void require_stdin_not_a_folder(const std::string& named) {
+  struct stat st {};
+  if (::fstat(STDIN_FILENO, &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw UsageError(named + ": standard input is a directory, not a file");
   }
 }
 

@@ -28,6 +28,10 @@ std::string read_capped(std::istream& in, const std::string& named, std::size_t 
 bool read_line_capped(std::istream& in, std::string& line, const std::string& what,
                       std::size_t limit);
 
+// Throws UsageError "<named>: standard input is a directory, not a file" when it is one (a shell's
+// `< folder`): reading it fails, and the failure used to read as empty input.
+void require_stdin_not_a_folder(const std::string& named);
+
 // "16 MiB" for 16 << 20.
 std::string mib(std::size_t bytes);
 
