@@ -78,6 +78,13 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
       CHECK(top_k_tokens(row, 10) == V{1, 2, 4, 0, 5});
     }
     CHECK_THROWS_AS(top_k_tokens(row, -1), std::invalid_argument);
+    {
+      INFO(
+          "very negative finite scores are still possible tokens: only -inf is left out (a "
+          "'masked' bar such as -1e9 in place of -inf drops them)");
+      const std::vector<float> low = {-1e10f, -2e10f, -INFINITY, -3e38f};
+      CHECK(top_k_tokens(low, 3) == V{0, 1, 3});
+    }
   }
 
   TEST_CASE("top_k_tokens agrees with sorting every id, on random rows full of ties") {
@@ -195,6 +202,22 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
       INFO("a context one token longer than position + emitted.size()");
       const V too_long = {1, 2, 3, 7, 8, 8};
       check_rejected(too_long, h.round, 2);
+    }
+    {
+      INFO(
+          "a context two tokens longer than position + emitted.size() that still ends with the "
+          "emitted 7 8: the sizes must be equal, not just large enough");
+      const V longer_same_end = {1, 2, 3, 7, 8, 7, 8};
+      check_rejected(longer_same_end, h.round, 2);
+    }
+    {
+      INFO(
+          "round.position -1 with a 1-token context: position + emitted.size() is 1, but a "
+          "negative position fits no context (in size_t arithmetic -1 + 2 wraps to 1)");
+      const V backing = {7, 8};  // the context is {8}; the 7 before it is still readable memory
+      RoundRecord negative = h.round;
+      negative.position = -1;
+      check_rejected(std::span<const Token>(backing).subspan(1), negative, 2);
     }
     RoundRecord no_logits = h.round;
     no_logits.logits = nullptr;

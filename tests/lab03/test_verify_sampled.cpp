@@ -82,27 +82,39 @@ TEST_SUITE("lab03 / Verifying under sampling") {
 
   TEST_CASE("the draw at row i is the plain decoder's draw at position + i") {
     const Logits rows = coin_rows(3);
-    const SamplingParams sp{1.0, 42, 3};
-    for (std::int64_t pos = 0; pos < 300; ++pos) {
-      const Token e0 = speclab::sample_at(rows.row(0), sp, pos);
-      const Token e1 = speclab::sample_at(rows.row(1), sp, pos + 1);
-      const Token e2 = speclab::sample_at(rows.row(2), sp, pos + 2);
-      // REQUIRE: the first position that fails is enough (CHECK would print up to 1200 failures).
-      INFO("position ", pos);
-      {
-        INFO("drafts ", e0, " ", e1, ": the plain decoder draws ", e0, " ", e1, " ", e2,
-             " (row i's draw is sample_at(row i, sampling, position + i): the same number the "
-             "plain decoder uses there, not a draw of your own)");
-        const auto hit = verify_sampled(V{e0, e1}, rows, pos, sp);
-        REQUIRE(hit.accepted == 2);
-        REQUIRE(hit.emitted == V{e0, e1, e2});
+    // Positions past 2^31 (a position is 64-bit: one cut to int draws elsewhere), and a
+    // temperature near 0 as well as 1: equal logits are a fair coin at any temperature above 0,
+    // so a rule that treats "nearly 0" as greedy emits other tokens than plain decoding.
+    std::vector<std::int64_t> positions;
+    for (const std::int64_t start : {std::int64_t{0}, (std::int64_t{1} << 31) - 50,
+                                     (std::int64_t{1} << 32) + 7, std::int64_t{1} << 40}) {
+      for (std::int64_t p = start; p < start + 100; ++p) positions.push_back(p);
+    }
+    for (const double temperature : {1.0, 1e-3}) {
+      for (const std::int64_t pos : positions) {
+        const SamplingParams sp{temperature, 42, 3};
+        INFO("temperature ", temperature,
+             " (plain decoding is greedy at exactly 0 only: above 0, however little, it draws)");
+        const Token e0 = speclab::sample_at(rows.row(0), sp, pos);
+        const Token e1 = speclab::sample_at(rows.row(1), sp, pos + 1);
+        const Token e2 = speclab::sample_at(rows.row(2), sp, pos + 2);
+        // REQUIRE: the first position that fails is enough (CHECK would print up to 1200 failures).
+        INFO("position ", pos);
+        {
+          INFO("drafts ", e0, " ", e1, ": the plain decoder draws ", e0, " ", e1, " ", e2,
+               " (row i's draw is sample_at(row i, sampling, position + i): the same number the "
+               "plain decoder uses there, not a draw of your own)");
+          const auto hit = verify_sampled(V{e0, e1}, rows, pos, sp);
+          REQUIRE(hit.accepted == 2);
+          REQUIRE(hit.emitted == V{e0, e1, e2});
+        }
+        INFO("drafts ", e0, " ", other_side(e1), ": the draw ", e1,
+             " at row 1 rejects the second draft and is emitted itself, not a new draw (see "
+             "'Why a fresh draw after a mismatch is biased')");
+        const auto miss = verify_sampled(V{e0, other_side(e1)}, rows, pos, sp);
+        REQUIRE(miss.accepted == 1);
+        REQUIRE(miss.emitted == V{e0, e1});
       }
-      INFO("drafts ", e0, " ", other_side(e1), ": the draw ", e1,
-           " at row 1 rejects the second draft and is emitted itself, not a new draw (see "
-           "'Why a fresh draw after a mismatch is biased')");
-      const auto miss = verify_sampled(V{e0, other_side(e1)}, rows, pos, sp);
-      REQUIRE(miss.accepted == 1);
-      REQUIRE(miss.emitted == V{e0, e1});
     }
   }
 
@@ -159,5 +171,7 @@ TEST_SUITE("lab03 / Verifying under sampling") {
     CHECK_THROWS_AS(verify_sampled(V{1, 2}, certain_rows({1, 2}), 0, sp), std::invalid_argument);
     CHECK_THROWS_AS(verify_sampled(V{}, certain_rows({1, 2}), 0, sp), std::invalid_argument);
     CHECK_THROWS_AS(verify_sampled(V{1}, certain_rows({1, 2}), -1, sp), std::invalid_argument);
+    INFO("no drafts at position -1: the position is checked whatever the drafts");
+    CHECK_THROWS_AS(verify_sampled(V{}, certain_rows({1}), -1, sp), std::invalid_argument);
   }
 }
