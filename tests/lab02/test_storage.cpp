@@ -73,6 +73,14 @@ TEST_SUITE("lab02 / Counting: one level") {
       INFO("7 now has 3 counts against 8's 2: the argmax must move to 7");
       CHECK(s.next_token(V{4}) == Prediction{7, true, 1});
     }
+    OneLevelNGramStorage t(2);
+    for (Token x : {7, 7, 8, 8}) see(t, {4}, x);
+    {
+      INFO(
+          "7 7 8 8: 7 leads with 2 before 8 ties it at 2, so 7 keeps the top spot. Recording the "
+          "leader itself must raise best_count too: left at 1, 8's second count looks like a lead");
+      CHECK(t.next_token(V{4}) == Prediction{7, true, 1});
+    }
   }
 
   TEST_CASE("equal counts: the token that reached the top count first keeps it") {
@@ -160,6 +168,13 @@ TEST_SUITE("lab02 / Counting: one level") {
     OneLevelNGramStorage s(2);
     CHECK_THROWS_AS(s.update(V{1}, V{5, -3}), std::invalid_argument);
     CHECK(s.size() == 0);
+    {
+      INFO(
+          "no entry for the context either: a context is known only once a token was recorded "
+          "after it (an empty entry made before the throw answers known with token -1)");
+      CHECK(s.contexts() == 0);
+      CHECK(s.next_token(V{1}) == Prediction{});
+    }
     NGramStorage m(3);
     CHECK_THROWS_AS(m.update(V{1, 2}, V{5, -1}), std::invalid_argument);
     CHECK(m.size() == 0);
@@ -319,6 +334,9 @@ TEST_SUITE("lab02 / Seeding from the prompt") {
     CHECK(m.level(1).count(V{5}, 6) == 2);
     CHECK(m.level(1).count(V{6}, 8) == 1);
     CHECK(m.size() == 4 + 4);
+    INFO("and each trigram once, as the one-level storage does");
+    CHECK(m.level(2).count(V{5, 6}, 7) == 1);
+    CHECK(m.level(2).count(V{5, 6}, 8) == 1);
   }
 
   TEST_CASE("a prompt shorter than n records only the levels it fits") {
@@ -329,5 +347,12 @@ TEST_SUITE("lab02 / Seeding from the prompt") {
     m.seed(V{1, 2});
     CHECK(m.size() == 1);
     CHECK(m.next_token(V{1}) == Prediction{2, true, 1});
+    INFO("an empty prompt records nothing (a loop to prompt.size() - 1 wraps around in size_t)");
+    OneLevelNGramStorage e(3);
+    e.seed(V{});
+    CHECK(e.size() == 0);
+    NGramStorage me(3);
+    me.seed(V{});
+    CHECK(me.size() == 0);
   }
 }
