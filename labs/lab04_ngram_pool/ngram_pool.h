@@ -72,7 +72,8 @@ struct NGramEqual {
 class NGramPool {
  public:
   // --8<-- [start:NGramPool]
-  // (lab 04) Stores the config. Throws std::invalid_argument naming the first field out of range.
+  // (lab 04) Stores the config. Throws std::invalid_argument naming the first field out of range,
+  // in the order NGramPoolConfig declares them (max_draft_len before max_matching_ngram_size).
   explicit NGramPool(const NGramPoolConfig& config);
   // --8<-- [end:NGramPool]
   NGramPool(const NGramPool&) = delete;
@@ -182,7 +183,7 @@ using RequestId = std::int64_t;
 class NGramPoolManager {
  public:
   // --8<-- [start:NGramPoolManager]
-  // (lab 04) Throws std::invalid_argument on a bad config (as NGramPool does).
+  // (lab 04) Throws std::invalid_argument on a bad config (as NGramPool does), public pool or not.
   explicit NGramPoolManager(const NGramPoolConfig& config);
   NGramPoolManager(const NGramPoolManager&) = delete;
   NGramPoolManager& operator=(const NGramPoolManager&) = delete;

@@ -38,6 +38,10 @@ TEST_SUITE("lab04 / Keeping values: the keep rule") {
     pool.insert_pair(V{5}, V{1, 2, 3});
     INFO("the value that began as '1' is still the oldest after growing to '1 2 3'");
     CHECK(pool.values(V{5}) == Values{{1, 2, 3}, {7}});
+    INFO("a value may grow by several tokens at once: '8' then '8 6 4' is one value");
+    pool.insert_pair(V{6}, V{8});
+    pool.insert_pair(V{6}, V{8, 6, 4});
+    CHECK(pool.values(V{6}) == Values{{8, 6, 4}});
   }
 
   TEST_CASE("keep one: only a strictly longer value replaces the kept value") {
@@ -60,6 +64,15 @@ TEST_SUITE("lab04 / Keeping values: the keep rule") {
     pool.insert_pair(V{5}, V{3});
     CHECK(pool.values(V{5}) == Values{{2}, {3}});
     CHECK(pool.stats().dropped_values == 1);
+    INFO(
+        "a value the full key already holds changes nothing: the limit applies only after a value "
+        "is appended (making room first drops '1' and appends it again as the newest)");
+    NGramPool full(c);
+    full.insert_pair(V{5}, V{1});
+    full.insert_pair(V{5}, V{2});
+    full.insert_pair(V{5}, V{1});
+    CHECK(full.values(V{5}) == Values{{1}, {2}});
+    CHECK(full.stats().dropped_values == 0);
   }
 
   TEST_CASE("every insert_pair counts one pair update and marks its key most recent") {
@@ -69,6 +82,13 @@ TEST_SUITE("lab04 / Keeping values: the keep rule") {
     pool.insert_pair(V{1}, V{2});  // no change to the values, but still a use of key 1
     CHECK(pool.stats().pair_updates == 3);
     CHECK(pool.keys_by_recency() == Values{{1}, {3}});
+    INFO("with keep one (is_keep_all false) as well");
+    NGramPool one(config(2, 4, /*keep_all=*/false));
+    one.insert_pair(V{1}, V{2});
+    one.insert_pair(V{3}, V{4});
+    one.insert_pair(V{1}, V{2});
+    CHECK(one.stats().pair_updates == 3);
+    CHECK(one.keys_by_recency() == Values{{1}, {3}});
   }
 
   TEST_CASE("insert_pair rejects keys and values of the wrong size") {

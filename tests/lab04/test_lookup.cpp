@@ -1,6 +1,7 @@
 // Lab 04 -- lookup. Chapter: book/lab04_ngram_pool.md
 #include <doctest/doctest.h>
 
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -28,6 +29,13 @@ TEST_SUITE("lab04 / Lookup") {
     pool.insert_pair(V{8, 9}, V{2});
     CHECK(pool.lookup(V{6, 7, 8, 9}, 4) == V{2});
     CHECK(pool.lookup(V{9}, 4) == V{1});
+    {
+      INFO(
+          "the context {9} is the end of a longer buffer {8, 9}: the last min(k, "
+          "context.size()) = 1 tokens are the longest key tried, never a token before the context");
+      const V buffer = {8, 9};
+      CHECK(pool.lookup(std::span<const Token>(buffer).subspan(1), 4) == V{1});
+    }
     CHECK(pool.lookup(V{}, 4) == V{});
   }
 
@@ -62,6 +70,11 @@ TEST_SUITE("lab04 / Lookup") {
     CHECK(pool.lookup(V{1}, 9) == V{2, 3, 4, 5, 6});
     CHECK(pool.lookup(V{1}, 0) == V{});
     CHECK_THROWS_AS(pool.lookup(V{1}, -1), std::invalid_argument);
+    INFO("max_tokens < 0 is refused up front: on a miss too, and a hit's key is not used first");
+    CHECK_THROWS_AS(pool.lookup(V{42}, -1), std::invalid_argument);
+    pool.insert_pair(V{3}, V{4});
+    CHECK_THROWS_AS(pool.lookup(V{1}, -1), std::invalid_argument);
+    CHECK(pool.keys_by_recency() == Values{{3}, {1}});
   }
 
   TEST_CASE("no matching key proposes nothing") {

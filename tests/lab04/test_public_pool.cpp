@@ -59,6 +59,10 @@ TEST_SUITE("lab04 / Public and private pools") {
     const RequestId c = pub.add_request(V{7, 1});
     CHECK(c != b);
     CHECK(pub.propose(c, V{7, 1}, 2) == V{2, 3});
+    INFO("with one public pool for all, an id that is not a live request is still unknown");
+    CHECK_THROWS_AS(pub.pool(b), std::invalid_argument);
+    CHECK_THROWS_AS(pub.pool(c + 100), std::invalid_argument);
+    CHECK_THROWS_AS(pub.update(b, V{1, 2, 3, 4}), std::invalid_argument);
   }
 
   TEST_CASE("update feeds only the tokens a request has not seen yet") {
@@ -108,6 +112,10 @@ TEST_SUITE("lab04 / Public and private pools") {
     CHECK(manager.pool(a).num_keys() == 0);
     CHECK(manager.propose(a, V{5, 7, 5}, 4) == V{7, 5});
     CHECK(manager.pool(a).values(V{5}) == Values{{7, 5}});
+    INFO("a budget of 0 drafts proposes nothing, but the new tokens are still fed");
+    const RequestId b = manager.add_request(V{5});
+    CHECK(manager.propose(b, V{5, 7, 5}, 0) == V{});
+    CHECK(manager.pool(b).values(V{5}) == Values{{7, 5}});
   }
 
   TEST_CASE("the pool drafter is lossless on the toy target") {

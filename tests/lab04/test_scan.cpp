@@ -25,7 +25,16 @@ TEST_SUITE("lab04 / The options") {
     c.max_values_per_key = -1;
     CHECK_THROWS_WITH_AS(NGramPool{c}, doctest::Contains("max_values_per_key"),
                          std::invalid_argument);
+    CHECK_THROWS_WITH_AS(NGramPool(config(0, 0)), doctest::Contains("max_draft_len"),
+                         std::invalid_argument);  // both out: the first one declared is named
     CHECK_THROWS_AS(NGramPoolManager(config(0, 5)), std::invalid_argument);
+    {
+      INFO("a manager of private pools makes no pool up front, but its config is checked too");
+      NGramPoolConfig private_pools = config(0, 5);
+      private_pools.is_public_pool = false;
+      CHECK_THROWS_WITH_AS(NGramPoolManager{private_pools},
+                           doctest::Contains("max_matching_ngram_size"), std::invalid_argument);
+    }
     NGramPool ok(config(64, 64));
     CHECK(ok.num_keys() == 0);
   }
