@@ -95,6 +95,10 @@ TEST_SUITE("lab05 / The automaton as an enhancer") {
     CHECK_THROWS_AS(enhanced_propose(sa, inner, V{1, 1}, 0, 2), std::invalid_argument);
     INFO("'1' repeats, a match of 1: with threshold 1 the automaton would win, k = 0 still throws");
     CHECK_THROWS_AS(enhanced_propose(sa, inner, V{1, 1}, 0, 1), std::invalid_argument);
+    INFO("no match at all: the inner drafter would answer, the arguments are still checked first");
+    const SuffixAutomaton none = build(V{1, 2, 3});
+    CHECK_THROWS_AS(enhanced_propose(none, inner, V{1, 2, 3}, 3, 0), std::invalid_argument);
+    CHECK_THROWS_AS(enhanced_propose(none, inner, V{1, 2, 3}, 0, 2), std::invalid_argument);
   }
 
   TEST_CASE("the enhanced prompt-lookup drafter is lossless on the toy target") {

@@ -2,6 +2,7 @@
 // Chapter: book/lab05_suffix_automaton.md
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -71,6 +72,8 @@ TEST_SUITE("lab05 / Proposing from the match") {
   TEST_CASE("a proposal near the end of the stream is cut there") {
     const SuffixAutomaton sa = build(V{3, 3, 3});  // "3 3" first ends at 1: only one token follows
     CHECK(sa.propose(5, 1) == V{3});
+    INFO("any k >= 0 is allowed: INT_MAX is cut at the end too (end + 1 + k overflows an int)");
+    CHECK(sa.propose(std::numeric_limits<int>::max(), 1) == V{3});
   }
 
   TEST_CASE("the drafter follows its context and rebuilds when the context does not extend it") {
@@ -92,6 +95,13 @@ TEST_SUITE("lab05 / Proposing from the match") {
     CHECK_THROWS_AS(sa.propose(2, 0), std::invalid_argument);
     INFO("the arguments are checked before the k = 0 shortcut");
     CHECK_THROWS_AS(sa.propose(0, 0), std::invalid_argument);
+    for (const V& stream : {V{}, V{1, 2, 3}}) {
+      CAPTURE(stream);
+      INFO("and before the no-match shortcut: a stream with no repeat has no match at all");
+      const SuffixAutomaton none = build(stream);
+      CHECK_THROWS_AS(none.propose(-1, 1), std::invalid_argument);
+      CHECK_THROWS_AS(none.propose(2, 0), std::invalid_argument);
+    }
   }
 }
 
