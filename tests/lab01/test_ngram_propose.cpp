@@ -1,6 +1,7 @@
 // Lab 01 -- ngram_propose. Chapter: book/lab01_prompt_lookup.md
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -56,6 +57,8 @@ TEST_SUITE("lab01 / Proposing: the scan") {
     const V ctx2 = {3, 9, 2, 3, 9};
     INFO("'3 9' at index 0 is followed by 2 3 9, then the context ends: k = 10, but 3 tokens");
     CHECK(speclab::ngram_propose(ctx2, 2, 10) == V{2, 3, 9});
+    INFO("any k >= 0 is allowed: INT_MAX is cut at the end too (start + k overflows an int)");
+    CHECK(speclab::ngram_propose(ctx2, 2, std::numeric_limits<int>::max()) == V{2, 3, 9});
   }
 
   TEST_CASE("only n-token matches count: a shorter partial match proposes nothing") {
@@ -100,5 +103,7 @@ TEST_SUITE("lab01 / Proposing: the scan") {
     INFO("the arguments are checked before the k = 0 (or short context) early return");
     CHECK_THROWS_AS(speclab::ngram_propose(ctx, 0, 0), std::invalid_argument);
     CHECK_THROWS_AS(speclab::ngram_propose(V{}, 0, 3), std::invalid_argument);
+    CHECK_THROWS_AS(speclab::ngram_propose(V{7}, 1, -1), std::invalid_argument);
+    CHECK_THROWS_AS(speclab::ngram_propose(V{}, 1, -1), std::invalid_argument);
   }
 }

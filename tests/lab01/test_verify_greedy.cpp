@@ -69,6 +69,20 @@ TEST_SUITE("lab01 / Verifying: greedy") {
         "row 0 ties 3 and 5: argmax picks 3, so draft 3 is accepted; row 1's argmax 1 is the "
         "bonus");
     CHECK(r.emitted == V{3, 1});
+    {
+      INFO(
+          "draft 5 only ties the best score: the target's choice is 3, so 5 is rejected and 3 is "
+          "the correction (accepting a draft that scores as high as the argmax is not the rule)");
+      const auto tied = speclab::verify_greedy(V{5}, logits);
+      CHECK(tied.accepted == 0);
+      CHECK(tied.emitted == V{3});
+    }
+    INFO("a tie in the bonus row goes to the lowest id too: row 1 ties 6 and 2, the bonus is 2");
+    speclab::Logits bonus_tie(2, 8);
+    bonus_tie.row(0)[3] = 2.0f;
+    bonus_tie.row(1)[6] = 1.0f;
+    bonus_tie.row(1)[2] = 1.0f;
+    CHECK(speclab::verify_greedy(V{3}, bonus_tie).emitted == V{3, 2});
   }
 
   TEST_CASE("a logits block of the wrong height is rejected with std::invalid_argument") {
@@ -76,6 +90,12 @@ TEST_SUITE("lab01 / Verifying: greedy") {
     {
       INFO("too few rows: 2 drafts need 3, and this block has 2");
       CHECK_THROWS_AS(speclab::verify_greedy(V{1, 2}, logits), std::invalid_argument);
+    }
+    {
+      INFO(
+          "too few rows with the first draft rejected: the height is checked before any row is "
+          "read, not when the loop runs out of rows");
+      CHECK_THROWS_AS(speclab::verify_greedy(V{9, 2}, logits), std::invalid_argument);
     }
     INFO(
         "too many rows: no drafts need exactly 1, and this block has 2 (a check rows < k + 1 "

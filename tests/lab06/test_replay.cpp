@@ -73,6 +73,15 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
     CHECK(at1[1] == doctest::Approx(p1 * p1));
     CHECK(at05[1] == doctest::Approx(p05 * p05));
     CHECK(replay_reach(V{1, 0}, l, 1.0)[1] == doctest::Approx((1 - p1) * p1));
+    INFO(
+        "a low temperature makes the scores large: 40 / 0.05 = 800, and e^800 overflows a double. "
+        "softmax() subtracts the row's maximum first; a softmax of your own must too");
+    Logits sharp(2, 4);
+    for (int v = 0; v < 4; ++v) sharp.row(0)[v] = 0.0f;
+    sharp.row(0)[2] = 40.0f;
+    const D reach = replay_reach(V{2}, sharp, 0.05);
+    REQUIRE(reach.size() == 1);
+    CHECK(reach[0] == doctest::Approx(1.0));
   }
 
   TEST_CASE("replaying a greedy run at temperature 0 reproduces its measured acceptance") {
@@ -172,6 +181,9 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
     CHECK_THROWS_AS(replay_reach(V{1, 2}, l, 0.0), std::invalid_argument);  // too few rows
     CHECK_THROWS_AS(replay_reach(V{}, l, 0.0), std::invalid_argument);      // too many
     CHECK_THROWS_AS(replay_reach(V{1}, l, -1.0), std::invalid_argument);
+    INFO("a negative temperature with no drafts: nothing to compute, still an error");
+    CHECK_THROWS_AS(replay_reach(V{}, speclab::testing::logits_with_argmax({1}), -1.0),
+                    std::invalid_argument);
   }
 
   TEST_CASE("a draft id outside the vocabulary is rejected") {

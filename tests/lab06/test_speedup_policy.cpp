@@ -113,6 +113,8 @@ TEST_SUITE("lab06 / Choosing k") {
     CHECK(choose_k(flat, 1, geometric_profile(0.9, 8), 8) == 6);
     CHECK(choose_k(flat, 1, geometric_profile(0.9, 8), 0) == 0);
     CHECK_THROWS_AS(choose_k(flat, 1, geometric_profile(0.9, 8), -1), std::invalid_argument);
+    INFO("max_k < 0 is refused whatever the profile: an empty one too");
+    CHECK_THROWS_AS(choose_k(flat, 1, D{}, -1), std::invalid_argument);
   }
 
   TEST_CASE("bad rates or batch size are rejected even when no k > 0 is tried") {

@@ -140,5 +140,8 @@ TEST_SUITE("lab06 / Measuring acceptance") {
     s.accept_length_hist = {1};
     s.target_runs = 1;
     CHECK_THROWS_AS(acceptance_profile(s, -1), std::invalid_argument);
+    INFO("k = 0 asks for no rate, but a run with no round is still refused");
+    CHECK_THROWS_AS(acceptance_profile(empty, 0), std::invalid_argument);
+    CHECK_THROWS_AS(acceptance_profile(zeros, 0), std::invalid_argument);
   }
 }

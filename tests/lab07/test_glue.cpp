@@ -204,6 +204,9 @@ TEST_SUITE("lab07 / How far to draft") {
     CHECK_THROWS_AS(c.observe(2, 3), std::invalid_argument);
     CHECK_THROWS_AS(c.observe(-1, 0), std::invalid_argument);
     CHECK_THROWS_AS(c.observe(2, -1), std::invalid_argument);
+    INFO("a round with no drafts is checked too: 0 drafted cannot have 1 (or -1) accepted");
+    CHECK_THROWS_AS(c.observe(0, 1), std::invalid_argument);
+    CHECK_THROWS_AS(c.observe(0, -1), std::invalid_argument);
     CHECK(c.next_k() == 8);
   }
 }
@@ -287,6 +290,15 @@ TEST_SUITE("lab07 / How far to draft") {
     CHECK(d.propose(Tokens{1, 9}, 3).size() == 3u);
     REQUIRE(calls->asked_k.size() == 1);
     CHECK(calls->asked_k[0] == 3);
+    INFO(
+        "k_min is the controller's floor, not the loop's: with k_min = 3 and the loop asking for "
+        "2, the inner drafter is asked for 2");
+    auto calls3 = std::make_shared<Calls>();
+    ChatDrafter floor3(std::make_unique<ScriptedDrafter>(calls3, iota_tokens(40, 10)),
+                       config(true, 3, 8));
+    floor3.begin(Tokens{1, 9});
+    CHECK(floor3.propose(Tokens{1, 9}, 2).size() == 2u);
+    CHECK(calls3->asked_k == std::vector<int>{2});
   }
   TEST_CASE("with adaptive k a rejected round shortens the next proposal") {
     auto calls = std::make_shared<Calls>();
@@ -334,6 +346,9 @@ TEST_SUITE("lab07 / How far to draft") {
     CHECK_MESSAGE(d.controller().next_k() == 6,
                   "without adaptive_k, observe feeds the inner drafter only: the controller stays "
                   "at k_max");
+    INFO("k_max bounds the controller only: without adaptive_k a loop k of 8 > k_max asks for 8");
+    CHECK(d.propose(context, 8).size() == 8u);
+    CHECK(calls->asked_k.back() == 8);
   }
   TEST_CASE("each reply starts again from k_max") {
     auto calls = std::make_shared<Calls>();
