@@ -592,6 +592,12 @@ class BadInput(unittest.TestCase):
                              f"{p.returncode}; stderr: {err}")
             self.assertIn("speclab: error: writing to the standard output failed", err)
             self.assertNotIn("Success", err)  # no errno to name is no "(Success)"
+        for args in (["--help"], ["bench", "--help"], ["--version"]):  # they exited 0
+            with open("/dev/full", "wb") as full:
+                p = subprocess.run([SPECLAB, *args], stdout=full, stderr=subprocess.PIPE,
+                                   env=env, timeout=60)
+            self.assertEqual(p.returncode, 1, f"speclab {' '.join(args)} > /dev/full")
+            self.assertIn(b"writing to the standard output failed", p.stderr)
 
 
     def test_a_missing_workload_file_is_named(self):

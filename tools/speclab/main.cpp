@@ -58,6 +58,16 @@ int main(int argc, char** argv) {
   }
   std::vector<char*> args;
   for (std::string& w : split) args.push_back(w.data());
+  // Text, tables, answers and --help that never reached the standard output (a full disk, a
+  // closed file) are a failed run, not a success. The error flag stays set from any earlier
+  // write; errno names the cause only when this flush failed (an earlier write's errno is gone).
+  const auto output_failed = [] {
+    errno = 0;
+    if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return false;
+    std::fprintf(stderr, "speclab: error: writing to the standard output failed%s%s\n",
+                 errno != 0 ? ": " : "", errno != 0 ? std::strerror(errno) : "");
+    return true;
+  };
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::RuntimeError& e) {  // a subcommand's own failure (bench: outputs differ)
@@ -65,7 +75,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // app.exit prints --help or --version (status 0), or the error and a pointer to --help.
     // Every parse error is bad input, so it exits 2 like a UsageError (not CLI11's own codes).
-    return app.exit(e) == 0 ? 0 : 2;
+    if (app.exit(e) != 0) return 2;
+    return output_failed() ? 1 : 0;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "speclab: error: %s\n", e.what());
     return 2;
@@ -80,14 +91,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "speclab: error: %s\n", e.what());
     return 1;
   }
-  // Text, tables and answers that never reached the standard output (a full disk, a closed
-  // file) are a failed run, not a success. The error flag stays set from any earlier write.
-  // errno names the cause only when this flush failed: an earlier failed write's errno is gone.
-  errno = 0;
-  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    std::fprintf(stderr, "speclab: error: writing to the standard output failed%s%s\n",
-                 errno != 0 ? ": " : "", errno != 0 ? std::strerror(errno) : "");
-    return 1;
-  }
-  return 0;
+  return output_failed() ? 1 : 0;
 }
