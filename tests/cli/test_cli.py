@@ -516,6 +516,13 @@ class BadInput(unittest.TestCase):
                 self.assertEqual(p.returncode, 2, p.stderr)
                 self.assertIn(needle, p.stderr)
 
+    def test_demo_with_more_threads_than_cores_is_refused_not_a_fallback(self):
+        # It fell back to the toy target, saying "SmolLM2 is not available: --threads 64 ...".
+        cores = os.cpu_count() or 1
+        err = self.assert_refused(["demo", "--threads", str(cores + 1)],
+                                  f"--threads {cores + 1} is more than the {cores} cores")
+        self.assertNotIn("not available", err)
+
     def test_a_prompt_that_does_not_fit_is_blamed_before_n(self):
         # A 4-token prompt in a 3-token context was reported as "--n 3 is too long".
         err = self.assert_refused(["generate", "--model", "toy", "--prompt", "1 2 3 4",

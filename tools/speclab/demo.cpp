@@ -185,6 +185,7 @@ void run_demo(const DemoOptions& o) {
   } else {
     std::string why;
     std::optional<Model> model;
+    check_cpu_threads(o.threads);  // a bad flag is an error, not a reason to fall back to the toy
     if (!fetch_smollm2(&why)) {
       if (o.model == "smollm2") throw UsageError("--model smollm2: " + why);
     } else {
@@ -239,7 +240,8 @@ void add_demo(CLI::App& app) {
                   "Tokens to generate; 0 = 256 on the toy target, 120 on SmolLM2")
       ->check(int_in(0, 100000, "tokens to generate"))
       ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "CPU threads for SmolLM2; 0 = every core")
+  cmd->add_option("--threads", o->threads,
+                  "CPU threads for SmolLM2, at most the machine's cores; 0 = every core")
       ->check(int_in(0, 1024, "CPU threads"))
       ->capture_default_str();
   add_seed_flag(*cmd, o->seed, "Toy target seed");

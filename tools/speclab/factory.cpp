@@ -38,20 +38,6 @@ constexpr const char* kSmolLM2File = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
 namespace {
 
-// Refuses more CPU worker threads than the machine has cores: the model's threads meet at a
-// barrier after every step of every layer, so one that waits for a core stalls them all (4 tokens
-// took 8.6 s with 64 threads on 2 cores, against 0.5 s with 2).
-int checked_threads(int threads) {
-  const unsigned cores = std::thread::hardware_concurrency();
-  if (cores > 0 && threads > static_cast<int>(cores)) {
-    throw UsageError("--threads " + std::to_string(threads) + " is more than the " +
-                     std::to_string(cores) + " cores of this machine: the model's threads wait " +
-                     "for each other at every layer, so a pass would crawl; give at most " +
-                     std::to_string(cores) + " (0 = every core)");
-  }
-  return threads;
-}
-
 std::string join(const std::vector<std::string>& items, const std::string& sep) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
@@ -170,7 +156,7 @@ Model load_gguf_model(const TargetOptions& o) {
       m.target = make_cuda_llama(path, co);
     } else {
       CpuLlamaOptions co;
-      co.threads = checked_threads(o.threads);
+      co.threads = check_cpu_threads(o.threads);
       co.max_context = o.context;
       m.target = CpuLlama::open(path, co);
     }
@@ -189,6 +175,19 @@ Model load_gguf_model(const TargetOptions& o) {
 
 std::string model_file_given(const TargetOptions& o) {
   return o.model == "toy" || o.model == "smollm2" ? std::string() : o.model;
+}
+
+// The model's threads meet at a barrier after every step of every layer, so one that waits for a
+// core stalls them all (4 tokens took 8.6 s with 64 threads on 2 cores, against 0.5 s with 2).
+int check_cpu_threads(int threads) {
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (cores > 0 && threads > static_cast<int>(cores)) {
+    throw UsageError("--threads " + std::to_string(threads) + " is more than the " +
+                     std::to_string(cores) + " cores of this machine: the model's threads wait " +
+                     "for each other at every layer, so a pass would crawl; give at most " +
+                     std::to_string(cores) + " (0 = every core)");
+  }
+  return threads;
 }
 
 // ---- targets ----
@@ -259,7 +258,7 @@ std::unique_ptr<BatchTarget> load_batch_model(const TargetOptions& o) {
     GgufFile file = GgufFile::open(path);
     check_context_option(o.context, gguf_context_limit(file), path);
     CpuLlamaOptions co;
-    co.threads = checked_threads(o.threads);
+    co.threads = check_cpu_threads(o.threads);
     co.max_context = o.context;
     return std::make_unique<CpuLlamaBatch>(std::move(file), co);
   } catch (const UsageError&) {

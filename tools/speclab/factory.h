@@ -63,6 +63,10 @@ struct Model {
 // `cmd`. (The toy's seed is the subcommand's --seed.)
 void add_target_flags(CLI::App& cmd, TargetOptions& options);
 
+// Returns `threads` (CPU worker threads, 0 = every core). Throws UsageError naming --threads when
+// it is more than the machine's cores.
+int check_cpu_threads(int threads);
+
 // The model file --model names, as given, for checks that an output does not overwrite it; empty
 // for 'toy' and 'smollm2' (not a path the user gave).
 std::string model_file_given(const TargetOptions& options);
