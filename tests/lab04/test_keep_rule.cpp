@@ -76,19 +76,16 @@ TEST_SUITE("lab04 / Keeping values: the keep rule") {
   }
 
   TEST_CASE("every insert_pair counts one pair update and marks its key most recent") {
-    NGramPool pool(config(2, 4));
-    pool.insert_pair(V{1}, V{2});
-    pool.insert_pair(V{3}, V{4});
-    pool.insert_pair(V{1}, V{2});  // no change to the values, but still a use of key 1
-    CHECK(pool.stats().pair_updates == 3);
-    CHECK(pool.keys_by_recency() == Values{{1}, {3}});
-    INFO("with keep one (is_keep_all false) as well");
-    NGramPool one(config(2, 4, /*keep_all=*/false));
-    one.insert_pair(V{1}, V{2});
-    one.insert_pair(V{3}, V{4});
-    one.insert_pair(V{1}, V{2});
-    CHECK(one.stats().pair_updates == 3);
-    CHECK(one.keys_by_recency() == Values{{1}, {3}});
+    for (const bool keep_all : {true, false}) {
+      const char* rule = keep_all ? "keep all" : "keep one (is_keep_all false)";
+      INFO(rule);
+      NGramPool pool(config(2, 4, keep_all));
+      pool.insert_pair(V{1}, V{2});
+      pool.insert_pair(V{3}, V{4});
+      pool.insert_pair(V{1}, V{2});  // no change to the values, but still a use of key 1
+      CHECK(pool.stats().pair_updates == 3);
+      CHECK(pool.keys_by_recency() == Values{{1}, {3}});
+    }
   }
 
   TEST_CASE("insert_pair rejects keys and values of the wrong size") {
