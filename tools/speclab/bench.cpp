@@ -453,12 +453,15 @@ void add_bench(CLI::App& app) {
   cmd->add_option(
          "--csv", o->csv,
          "Write the results as CSV here ('' = do not); its folder is made when it is written. "
-         "Checked before the run, as is that it is not the --json file")
+         "Checked before the run, as is that it is neither the --json file nor a file the run "
+         "reads "
+         "(a workload, the model)")
       ->capture_default_str();
   cmd->add_option(
          "--json", o->json,
          "Write the results as JSON here ('' = do not); its folder is made when it is written. "
-         "Checked before the run, as is that it is not the --csv file")
+         "Checked before the run, as is that it is neither the --csv file nor a file the run reads "
+         "(a workload, the model)")
       ->capture_default_str();
   cmd->add_flag("--no-progress", o->no_progress,
                 "No progress bar (it is drawn only on a terminal)");

@@ -178,7 +178,8 @@ void add_trace(CLI::App& app) {
   cmd->add_option(
          "--out", o->out,
          "Output file (JSON Lines; its folder is created; written in full when the run ends, "
-         "so a run that fails or is interrupted leaves it as it was), or - for standard output")
+         "so a run that fails or is interrupted leaves it as it was; not the prompt file or the "
+         "model), or - for standard output")
       ->required();
   cmd->callback([o, cmd]() {
     warn_ignored_flags(*cmd, one_prompt_flag_context(o->target, o->drafter, o->prompt, o->decode));
