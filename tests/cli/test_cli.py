@@ -133,6 +133,37 @@ class BadInput(unittest.TestCase):
                                 f"{flag} names {named} twice")
 
 
+    def test_a_whole_number_with_leading_zeros_is_refused_not_read_as_octal(self):
+        # CLI11 converts whole numbers in base 0: '--k 010' ran k = 8 in generate while bench's
+        # list flag read 10, '--seed 010' was seed 8, and '--k 08' said "Could not convert".
+        # Every whole-number flag of every subcommand, as --help lists them (INT and UINT).
+        for cmd in ("demo", "generate", "chat", "bench", "trace"):
+            _, help_text, _ = speclab(cmd, "--help")
+            flags = re.findall(r"^\s+(--[a-z-]+) U?INT\b", help_text, re.M)
+            self.assertIn("--max-new-tokens", flags, f"speclab {cmd} --help: {help_text}")
+            for flag in flags:
+                for value, canonical in (("010", "10"), ("08", "8"), ("-01", "-1"), ("00", "0")):
+                    self.assert_refused([cmd, "--model", "toy", flag, value], flag,
+                                        f"got '{value}': write {canonical}, without leading zeros")
+
+    def test_the_measurement_tools_read_whole_numbers_in_decimal_too(self):
+        # Their CLI11 ranges took '--prompt 010' as 8 prompt tokens, without a word.
+        bin_dir = Path(SPECLAB).resolve().parent
+        for tool, args in (("speclab_bench_model", ["--model", "x.gguf", "--prompt", "010"]),
+                           ("speclab_bench_cost_curve", ["--reps", "05"])):
+            p = subprocess.run([str(bin_dir / tool), *args], capture_output=True, text=True,
+                               timeout=60)
+            self.assertNotEqual(p.returncode, 0, tool)
+            self.assertIn("without leading zeros", p.stderr, tool)
+
+    def test_a_whole_number_may_carry_a_plus_sign_on_every_flag(self):
+        # '--k +5' was taken and '--seed +3' refused.
+        for flag, value, shown in (("--k", "+5", "k=5"), ("--seed", "+3", "seed=3"),
+                                   ("--n", "+2", "n=2")):
+            rc, _, err = speclab("generate", "--model", "toy", flag, value, "--max-new-tokens", "2")
+            self.assertEqual(rc, 0, err)
+            self.assertIn(shown, err.splitlines()[0])
+
     def test_a_bench_list_with_an_empty_item(self):
         # CLI11 drops empty items when it splits a list: '--k 5,,6' ran k = 5 and 6 without a
         # word, and '--k ,' took the next argument as --k's value.
@@ -344,8 +375,11 @@ class BadInput(unittest.TestCase):
         for value in ("0x10", " 5", "+-5"):
             self.assert_refused(["generate", "--model", "toy", "--max-new-tokens", value],
                                 "--max-new-tokens: expected a whole number")
-        # A number too small to hold is out of range, not "not a number".
+        # A number too small to hold is named as such: neither "not a number" nor "must be
+        # between 0 and 100", which it is.
         self.assert_refused(["generate", "--model", "toy", "--temperature", "1e-400"],
+                            "--temperature: got 1e-400, too close to 0 to hold as a number")
+        self.assert_refused(["generate", "--model", "toy", "--temperature", "1e400"],
                             "--temperature: must be between 0 and 100")
         rc, _, err = speclab("generate", "--model", "toy", "--temperature", "0.5e1",
                              "--max-new-tokens", "4")

@@ -62,6 +62,54 @@ TEST_SUITE("cli / factory") {
                          CLI::ValidationError);
     CHECK_THROWS_WITH_AS(parse("0x10"), doctest::Contains("expected a whole number"),
                          CLI::ValidationError);
+    CHECK(parse("+3") == 3);  // as the other whole-number flags take it
+    // CLI11 reads a leading 0 as octal: "010" was seed 8.
+    CHECK_THROWS_WITH_AS(parse("010"),
+                         doctest::Contains("got '010': write 10, without leading zeros"),
+                         CLI::ValidationError);
+  }
+
+  TEST_CASE("a whole number is read in decimal: a leading zero is refused, not taken as octal") {
+    const auto parse = [](const std::string& value) {
+      CLI::App app;
+      int k = 5;
+      app.add_option("--k", k, "k")->check(int_in(0, 64, "drafts per round"));
+      app.parse("--k " + value, false);
+      return k;
+    };
+    CHECK(parse("10") == 10);
+    CHECK(parse("+10") == 10);
+    CHECK(parse("0") == 0);
+    CHECK(parse("-0") == 0);
+    for (const char* bad : {"010", "08", "00", "+010"}) {
+      INFO(bad);
+      CHECK_THROWS_WITH_AS(parse(bad), doctest::Contains("without leading zeros"),
+                           CLI::ValidationError);
+    }
+    CHECK_THROWS_WITH_AS(parse("-01"),
+                         doctest::Contains("got '-01': write -1, without leading zeros"),
+                         CLI::ValidationError);
+  }
+
+  TEST_CASE("a real number too close to 0 to hold is named as such, not as out of range") {
+    const auto parse = [](const std::string& value) {
+      CLI::App app;
+      double t = 1.0;
+      app.add_option("--temperature", t, "t")->check(real_in(0.0, 100.0, "sampling temperature"));
+      app.parse("--temperature " + value, false);
+      return t;
+    };
+    CHECK(parse("1e-30") == 1e-30);
+    CHECK(parse("010.5") == 10.5);  // decimal, as written
+    // 1e-400 lies between 0 and 100, but no double holds it: "must be between 0 and 100" was wrong.
+    CHECK_THROWS_WITH_AS(parse("1e-400"),
+                         doctest::Contains("got 1e-400, too close to 0 to hold as a number "
+                                           "(sampling temperature): write 0 or a larger value"),
+                         CLI::ValidationError);
+    CHECK_THROWS_WITH_AS(parse("1e400"), doctest::Contains("must be between 0 and 100"),
+                         CLI::ValidationError);
+    CHECK_THROWS_WITH_AS(parse("0x1p-3"), doctest::Contains("expected a number"),
+                         CLI::ValidationError);
   }
 
   TEST_CASE("an n-gram longer than the context can ever be is refused") {

@@ -73,21 +73,23 @@ int main(int argc, char** argv) {
                  "simulated: the toy's cost model (toy only)")
       ->check(CLI::IsMember({"wall", "cpu", "simulated"}));
   app.add_option("--model", model_path, "cpullama: the GGUF file (default: the fetched SmolLM2)");
-  app.add_option("--threads", threads, "cpullama: worker threads")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "cpullama: worker threads")
+      ->check(speclab::cli::int_in(1, 1024, "worker threads"));
   speclab::cli::add_list_flag(app, "--batch", batch_sizes, "batch sizes b, increasing",
                               speclab::cli::int_in(1, 1 << 16, "batch size"));
   app.add_option("--max-k", max_k, "largest draft length k (0..max_k are measured)")
-      ->check(CLI::Range(0, 64));
+      ->check(speclab::cli::int_in(0, 64, "largest k"));
   app.add_option("--context", opt.context, "tokens each sequence holds before the timed calls")
-      ->check(CLI::PositiveNumber);
+      ->check(speclab::cli::int_in(1, 1 << 24, "context tokens"));
   app.add_option("--reps", opt.reps, "timed calls per point (the median is kept)")
-      ->check(CLI::PositiveNumber);
+      ->check(speclab::cli::int_in(1, 1 << 20, "timed calls"));
   app.add_option("--warmup", opt.warmup, "untimed calls per point before those")
-      ->check(CLI::NonNegativeNumber);
+      ->check(speclab::cli::int_in(0, 1 << 20, "untimed calls"));
   app.add_option("--out", out_path, "write the CSV here (default: standard output)");
   std::string note;
   app.add_option("--note", note, "one more comment line for the file (machine, load, ...)");
-  app.add_option("--vocab", vocab, "toy: vocabulary size")->check(CLI::Range(8, 1 << 20));
+  app.add_option("--vocab", vocab, "toy: vocabulary size")
+      ->check(speclab::cli::int_in(8, 1 << 20, "vocabulary size"));
   app.add_option("--fixed", cost.fixed_seconds, "toy cost model: seconds per call");
   app.add_option("--per-token", cost.per_token_seconds, "toy cost model: seconds per token");
   app.add_option("--knee", cost.knee_tokens,

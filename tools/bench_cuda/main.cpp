@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "flags.h"
 #include "mini_engine/targets/cuda/cuda_llama.h"
 
 using namespace speclab;
@@ -30,9 +31,10 @@ int main(int argc, char** argv) {
   int prompt_len = 128, repeats = 20, kmax = 8;
   app.add_option("--model", model, "GGUF file")->required();
   app.add_option("--prompt", prompt_len, "context tokens before measuring")
-      ->check(CLI::Range(1, 4096));
-  app.add_option("--repeats", repeats, "repeats per measurement")->check(CLI::Range(1, 10000));
-  app.add_option("--kmax", kmax, "largest k")->check(CLI::Range(1, 64));
+      ->check(cli::int_in(1, 4096, "context tokens"));
+  app.add_option("--repeats", repeats, "repeats per measurement")
+      ->check(cli::int_in(1, 10000, "repeats"));
+  app.add_option("--kmax", kmax, "largest k")->check(cli::int_in(1, 64, "largest k"));
   CLI11_PARSE(app, argc, argv);
   if (const std::string why = cuda_unavailable_reason(); !why.empty()) {
     std::fprintf(stderr, "speclab_bench_cuda: %s\n", why.c_str());

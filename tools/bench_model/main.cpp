@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core_probe.h"
+#include "flags.h"
 #include "mini_engine/targets/cpu_kernels.h"
 #include "mini_engine/targets/cpu_llama.h"
 
@@ -68,13 +69,16 @@ int main(int argc, char** argv) {
   int threads = 2, prompt_len = 128, decode_steps = 32, repeats = 5, kmax = 8;
   bool json = false;
   app.add_option("--model", model, "GGUF file")->required();
-  app.add_option("--threads", threads, "worker threads")->check(CLI::Range(1, 256));
+  app.add_option("--threads", threads, "worker threads")
+      ->check(cli::int_in(1, 256, "worker threads"));
   app.add_option("--prompt", prompt_len, "prompt tokens for the prefill")
-      ->check(CLI::Range(1, 4096));
-  app.add_option("--decode", decode_steps, "decode steps per repeat")->check(CLI::Range(1, 4096));
+      ->check(cli::int_in(1, 4096, "prompt tokens"));
+  app.add_option("--decode", decode_steps, "decode steps per repeat")
+      ->check(cli::int_in(1, 4096, "decode steps"));
   app.add_option("--repeats", repeats, "repeats (medians are taken over them)")
-      ->check(CLI::Range(1, 1000));
-  app.add_option("--kmax", kmax, "largest k for the verify-pass cost")->check(CLI::Range(1, 64));
+      ->check(cli::int_in(1, 1000, "repeats"));
+  app.add_option("--kmax", kmax, "largest k for the verify-pass cost")
+      ->check(cli::int_in(1, 64, "largest k"));
   app.add_flag("--json", json, "print one JSON object");
   app.add_flag("--cpu-time", g_cpu_time,
                "time with process CPU time instead of wall time (use with --threads 1)");

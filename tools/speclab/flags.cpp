@@ -1,6 +1,10 @@
 #include "flags.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <regex>
 #include <sstream>
@@ -19,12 +23,31 @@ bool decimal(const std::string& value, bool real) {
   return std::regex_match(value, real ? number : whole);
 }
 
+// For a whole number written with leading zeros ("010", "-01", "+00"), the way to write it
+// without them ("10", "-1", "0"); "" for anything else. CLI11 converts whole numbers in base 0,
+// so "010" would be read as octal 8 and "08" not at all.
+std::string without_leading_zeros(const std::string& value) {
+  static const std::regex padded("([+-]?)0+([0-9]+)");
+  std::smatch m;
+  if (!std::regex_match(value, m, padded)) return {};
+  std::string digits = m[2].str();
+  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
+  return (m[1] == "-" && digits != "0" ? "-" : "") + digits;
+}
+
+std::string leading_zeros_message(const std::string& value, const std::string& canonical,
+                                  const std::string& what) {
+  return "got '" + value + "': write " + canonical + ", without leading zeros (" + what + ")";
+}
+
 }  // namespace
 
 CLI::Validator int_in(long long lo, long long hi, const std::string& what) {
   return CLI::Validator(
       [lo, hi, what](std::string& value) -> std::string {
         long long v = 0;
+        const std::string canonical = without_leading_zeros(value);
+        if (!canonical.empty()) return leading_zeros_message(value, canonical, what);
         try {
           if (!decimal(value, false)) throw std::invalid_argument(value);
           v = std::stoll(value);
@@ -52,15 +75,14 @@ CLI::Validator real_in(double lo, double hi, const std::string& what) {
   const std::string range = text(lo) + " and " + text(hi);
   return CLI::Validator(
       [lo, hi, what, range](std::string& value) -> std::string {
-        double v = 0;
-        try {
-          if (!decimal(value, true)) throw std::invalid_argument(value);
-          v = std::stod(value);  // a number too large or too small to hold: out_of_range
-        } catch (const std::invalid_argument&) {
-          return "expected a number (" + what + "), got '" + value + "'";
-        } catch (const std::out_of_range&) {
-          return "must be between " + range + " (" + what + "), got " + value;
+        if (!decimal(value, true)) return "expected a number (" + what + "), got '" + value + "'";
+        errno = 0;
+        const double v = std::strtod(value.c_str(), nullptr);
+        if (errno == ERANGE && std::fabs(v) < 1.0) {  // 1e-400: below the smallest double
+          return "got " + value + ", too close to 0 to hold as a number (" + what +
+                 "): write 0 or a larger value";
         }
+        if (errno == ERANGE) return "must be between " + range + " (" + what + "), got " + value;
         if (!(v >= lo && v <= hi))
           return "must be between " + range + " (" + what + "), got " + value;
         return {};
@@ -149,8 +171,11 @@ CLI::Option* add_seed_flag(CLI::App& cmd, std::uint64_t& seed, const std::string
   const std::string what = "0 to " + std::to_string(std::numeric_limits<std::uint64_t>::max());
   const CLI::Validator check(
       [what, kRange](std::string& value) -> std::string {
+        const std::string canonical = without_leading_zeros(value);
+        if (!canonical.empty()) return leading_zeros_message(value, canonical, what);
         const bool negative = !value.empty() && value[0] == '-';
-        const std::string digits = negative ? value.substr(1) : value;
+        const bool plus = !value.empty() && value[0] == '+';
+        const std::string digits = negative || plus ? value.substr(1) : value;
         if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) {
           return std::string("expected a whole number in ") + kRange + " (" + what + "), got '" +
                  value + "'";
