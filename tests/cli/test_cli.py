@@ -466,6 +466,13 @@ class BadInput(unittest.TestCase):
                                 "--k")
             self.assertEqual(os.listdir(tmp), [], "a refused run left files behind")
 
+    def test_a_flag_that_takes_no_value_given_an_empty_one_is_named(self):
+        # "--no-color=" said "The following argument was not expected: " and named nothing.
+        for args, flag in ((["generate", "--model", "toy", "--no-color="], "--no-color"),
+                           (["bench", "--model", "toy", "--no-progress="], "--no-progress"),
+                           (["trace", "--model", "toy", "--raw="], "--raw")):
+            self.assert_refused(args, f"{flag} takes no value, got '{flag}='")
+
     def test_an_output_that_is_one_of_the_inputs_is_refused_before_the_run(self):
         # bench --csv over its own workload file, or trace --out over its prompt file, replaced
         # the input with the results, and said it had written them.

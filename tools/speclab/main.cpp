@@ -45,12 +45,25 @@ int main(int argc, char** argv) {
     return 2;
   }
   // CLI11 reads "--csv=" as "--csv" with its value still to come, and takes the next word for
-  // it: "--csv= --json=" wrote a file named "--json=". "--name=" is "--name ''".
+  // it: "--csv= --json=" wrote a file named "--json=". "--name=" is "--name ''", unless --name
+  // takes no value at all, which is said by name (CLI11 said "The following argument was not
+  // expected: " and named nothing).
   std::vector<std::string> words(argv, argv + argc);
   std::vector<std::string> split;
+  const std::vector<CLI::App*> named =
+      argc > 1 ? app.get_subcommands([&](CLI::App* s) { return s->check_name(argv[1]); })
+               : std::vector<CLI::App*>{};
+  const CLI::App* sub = named.empty() ? nullptr : named.front();
   for (const std::string& w : words) {
     if (w.size() > 3 && w.starts_with("--") && w.find('=') == w.size() - 1) {
-      split.push_back(w.substr(0, w.size() - 1));
+      const std::string name = w.substr(0, w.size() - 1);
+      const CLI::Option* opt = sub != nullptr ? sub->get_option_no_throw(name) : nullptr;
+      if (opt != nullptr && opt->get_expected_max() == 0) {  // a flag
+        std::fprintf(stderr, "speclab: error: %s takes no value, got '%s'\n", name.c_str(),
+                     w.c_str());
+        return 2;
+      }
+      split.push_back(name);
       split.emplace_back();
     } else {
       split.push_back(w);
