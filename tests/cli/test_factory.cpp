@@ -15,6 +15,20 @@
 using namespace speclab;
 using namespace speclab::cli;
 
+namespace {
+
+// Parses "--x VALUE" into a T (which starts as T{}) under `check`; throws what CLI11 throws.
+template <typename T>
+T parse_checked(const CLI::Validator& check, const std::string& value) {
+  CLI::App app;
+  T x{};
+  app.add_option("--x", x, "x")->check(check);
+  app.parse("--x " + value, false);
+  return x;
+}
+
+}  // namespace
+
 TEST_SUITE("cli / factory") {
   TEST_CASE("an unknown drafter is refused with the list of valid names") {
     CHECK_THROWS_WITH_AS(make_drafter(DrafterOptions{.drafter = "magic"}, 5),
@@ -71,11 +85,7 @@ TEST_SUITE("cli / factory") {
 
   TEST_CASE("a whole number is read in decimal: a leading zero is refused, not taken as octal") {
     const auto parse = [](const std::string& value) {
-      CLI::App app;
-      int k = 5;
-      app.add_option("--k", k, "k")->check(int_in(0, 64, "drafts per round"));
-      app.parse("--k " + value, false);
-      return k;
+      return parse_checked<int>(int_in(0, 64, "drafts per round"), value);
     };
     CHECK(parse("10") == 10);
     CHECK(parse("+10") == 10);
@@ -93,11 +103,7 @@ TEST_SUITE("cli / factory") {
 
   TEST_CASE("a real number too close to 0 to hold is named as such, not as out of range") {
     const auto parse = [](const std::string& value) {
-      CLI::App app;
-      double t = 1.0;
-      app.add_option("--temperature", t, "t")->check(real_in(0.0, 100.0, "sampling temperature"));
-      app.parse("--temperature " + value, false);
-      return t;
+      return parse_checked<double>(real_in(0.0, 100.0, "sampling temperature"), value);
     };
     CHECK(parse("1e-30") == 1e-30);
     CHECK(parse("010.5") == 10.5);  // decimal, as written
