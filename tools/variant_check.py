@@ -12,6 +12,7 @@ code and pass), list the doctest cases, run each in its own process. A case that
 """
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -108,8 +109,16 @@ def check(tool, variants, build_under, jobs, model, timeout, model_note):
                       flush=True)
                 continue
             with_model = v.name in model
+            try:
+                listed = cases(v, exe)
+            except subprocess.CalledProcessError as e:  # it crashed before any case ran
+                how = (f"was killed by {signal.Signals(-e.returncode).name}" if e.returncode < 0
+                       else f"exited with {e.returncode}")
+                print(f"FAIL {v.name}: listing the cases {how}\n{e.stdout}{e.stderr}")
+                failed += 1
+                continue
             counts = {"passed": 0, "skipped": 0, "failed": 0}
-            for case in cases(v, exe):
+            for case in listed:
                 status, out = run_case(v, exe, case, os.environ if with_model else no_model,
                                        timeout)
                 counts[status] += 1

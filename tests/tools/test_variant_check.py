@@ -6,7 +6,8 @@ minutes; these cases replace the build with a small script that plays a test bin
 check in a second what a real run would only show when something is wrong:
   - a case that fails, exits 77 without saying SKIPPED, or hangs counts as failed; one that
     exits 77 with SKIPPED counts as skipped, never as passed;
-  - a build that does not hold the kernel it was meant to fails, before any case runs;
+  - a build that does not hold the kernel it was meant to fails, before any case runs, and so
+    does one that dies before it can list its cases (SIGILL: instructions the CPU lacks);
   - a build this CPU cannot run is reported as built, not run, and fails nothing;
   - the model file is withheld from the variants that run without SmolLM2's cases;
   - x86_check skips (77) on a machine that is not x86-64, and marks a build this CPU lacks the
@@ -124,6 +125,14 @@ class VariantCheckTest(unittest.TestCase):
         self.assertIn("FAIL fake: the build does not hold the avx2 (8 rows per instruction) "
                       "kernel", out)
         self.assertNotIn("FAIL fake: fails", out)
+
+    def test_a_build_that_cannot_list_its_cases_fails_by_name(self):
+        # As a build for instructions the CPU lacks would: killed by SIGILL before any case.
+        with open(self.exe, "w", encoding="utf-8") as f:
+            f.write("import os, signal\nMARKER = 'fake kernel'\nos.kill(os.getpid(), signal.SIGILL)\n")
+        failed, out = self.run_check([self.variant()])
+        self.assertEqual(failed, 1)
+        self.assertIn("FAIL fake: listing the cases was killed by SIGILL", out)
 
     def test_a_build_this_cpu_cannot_run_is_only_built(self):
         failed, out = self.run_check([self.variant(cannot_run="this CPU lacks avx_vnni")])
