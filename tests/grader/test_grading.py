@@ -69,6 +69,12 @@ class PointsFiles(TempDir):
         self.assertEqual(p.total, 2.5)
         check_points(p, ["second case", "first case: with, punctuation -> ok"], "lab01")
 
+    def test_a_file_that_is_not_utf8_is_named(self):
+        path = self.write("points.txt", "3  a case\n# caf\xe9\n".encode("latin-1"))
+        with self.assertRaisesRegex(GradingError, r"points.txt is not UTF-8 text \(byte 15 is "
+                                                  r"b'\\xe9'\): save it as UTF-8"):
+            read_points(path)
+
     def test_a_byte_order_mark_is_not_part_of_the_first_line(self):
         # Notepad's UTF-8 adds one: "'\ufeff3' is not a number of points", the mark invisible.
         for first in ("3 first case", "# a comment"):
@@ -114,6 +120,12 @@ class PointsFiles(TempDir):
             cli.check_hidden_folders(hidden, {"lab01": LAB})
         self.assertIn("has tests for lab09, which this repository does not have (it has lab01)",
                       str(e.exception))
+
+    def test_a_hidden_folder_without_any_lab_folder_is_an_error(self):
+        # A wrong parent folder graded without the hidden tests, with exit 0.
+        os.makedirs(os.path.join(self.tmp, "hidden", "notes"))
+        with self.assertRaisesRegex(GradingError, "holds no labNN/ folder"):
+            cli.check_hidden_folders(os.path.join(self.tmp, "hidden"), {"lab01": LAB})
 
     def test_a_missing_points_file_prints_one_to_start_from(self):
         with self.assertRaises(GradingError) as e:
@@ -272,6 +284,12 @@ class Submissions(TempDir):
         self.write("sub/starter.cpp", b"int w;\n")
         self.assertEqual(self.load(os.path.join(self.tmp, "sub")).flat_starter, b"int w;\n")
 
+    def test_a_pipe_is_refused_not_waited_on(self):
+        fifo = os.path.join(self.tmp, "pipe.zip")
+        os.mkfifo(fifo)
+        with self.assertRaisesRegex(SubmissionError, "neither a folder nor a regular file"):
+            submission.load(fifo, {EDITABLE})
+
     def test_an_unreadable_submission_is_a_submission_error(self):
         bad = self.write("bad.zip", b"not a zip")
         for path in (bad, os.path.join(self.tmp, "missing")):
@@ -331,6 +349,11 @@ class Submissions(TempDir):
         self.assertTrue(any("lab09" in n for n in s.notes))
         with self.assertRaises(SubmissionError):
             cli.choose_labs(submission.Submission("s", "/s", {}), [], declared)
+        # A manifest that names a lab twice (tools/submit never writes one) is graded once: it
+        # scored 80 / 80 on a 40-point lab.
+        s = submission.Submission("s", "/s", {}, manifest={"labs": ["lab01", "lab01"]})
+        self.assertEqual(cli.choose_labs(s, [], declared), ["lab01"])
+        self.assertTrue(any("names lab01 twice" in n for n in s.notes), s.notes)
 
 
 def fake_case(body):
@@ -1135,8 +1158,37 @@ class Submit(TempDir):
 
     def test_an_unknown_lab_is_refused(self):
         p = self.submit("lab99")
-        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.returncode, 2)
         self.assertIn("unknown lab 'lab99'", p.stderr)
+        for bad in ("lab1", ""):
+            p = self.submit(bad)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(f"'{bad}' is not a lab name: expected labNN, such as lab01", p.stderr)
+
+    def test_out_never_replaces_a_file_that_is_not_a_zip(self):
+        # '--out labs/.../starter.cpp' replaced the student's code with the zip.
+        starter = os.path.join(self.tmp, EDITABLE)
+        with open(starter, "rb") as f:
+            before = f.read()
+        for out, message in ((starter, "a zip's name must end in .zip"),
+                             ("", "--out '': give a file name ending in .zip, or a folder")):
+            with self.subTest(out=out):
+                p = self.submit("lab01", "--out", out)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(message, p.stderr)
+        not_zip = self.write("old.zip", "my notes\n")
+        p = self.submit("lab01", "--out", not_zip)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(f"--out {not_zip} exists and is not a zip: it was left as it is", p.stderr)
+        with open(not_zip) as f:
+            self.assertEqual(f.read(), "my notes\n")
+        with open(starter, "rb") as f:
+            self.assertEqual(f.read(), before)
+        # An earlier zip is replaced, as before.
+        out = os.path.join(self.tmp, "s.zip")
+        for _ in range(2):
+            p = self.submit("lab01", "--out", out)
+            self.assertEqual(p.returncode, 0, p.stderr)
 
 
 class Setup(TempDir):
@@ -1307,7 +1359,6 @@ class GradeRefusals(TempDir):
 
     def test_bad_arguments_are_refused_before_any_build(self):
         for args, message in (((os.path.join(self.tmp, "nope"),), "does not exist"),
-                              ((self.tmp, "--lab", "01"), "expected a name like lab01"),
                               ((self.tmp, "--hidden", os.path.join(self.tmp, "x")),
                                "is not a folder")):
             with self.subTest(args=args):
@@ -1315,6 +1366,49 @@ class GradeRefusals(TempDir):
                 self.assertEqual(p.returncode, 1, p.stderr)
                 self.assertIn(message, p.stderr)
         self.assertEqual(grade().returncode, 2)
+        report = self.write("out.txt", "mine\n")
+        for args, message in (
+                (("--lab", "01"), "--lab 01: expected a name like lab01"),
+                # Each lab counted once per --lab: 80 / 80 on a 40-point lab.
+                (("--lab", "lab01", "--lab", "lab01"), "--lab lab01 is named twice"),
+                # An unset $HIDDEN graded without the hidden tests, with exit 0.
+                (("--hidden", ""), "--hidden '': give the folder of hidden tests"),
+                # '' is the current folder: run from the repository, it reconfigured build/.
+                (("--work", ""), "--work '': give a folder"),
+                (("--work", REPO), f"--work {REPO} is the repository or holds it"),
+                (("--work", os.path.dirname(REPO)), "is the repository or holds it"),
+                (("--out", ""), "--out '': give a folder"),
+                # It graded everything, then ended in a FileExistsError traceback.
+                (("--out", report), f"--out {report} is a file: give a folder for the reports")):
+            with self.subTest(args=args):
+                p = grade(self.tmp, *args)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(message, p.stderr)
+                self.assertNotIn("Traceback", p.stderr)
+        with open(report) as f:
+            self.assertEqual(f.read(), "mine\n")
+
+    def test_a_work_folder_the_grader_did_not_make_is_left_alone(self):
+        # --work DIR deleted whatever DIR/src held that is not a repository file.
+        thesis = self.write("mine/src/thesis/chapter1.tex", "\\chapter{One}\n")
+        with self.assertRaisesRegex(GradingError, "holds files tools/grade did not put there"):
+            with workspace.Workspace(REPO, os.path.join(self.tmp, "mine")):
+                pass
+        self.assertTrue(os.path.isfile(thesis))
+        # A new or empty folder becomes the grader's, and is then its own on later runs; so is
+        # a workspace made before the marker existed (it holds the grader's lock and src/).
+        for folder, legacy in (("new", False), ("empty", False), ("legacy", True)):
+            with self.subTest(folder=folder):
+                path = os.path.join(self.tmp, folder)
+                if folder == "empty":
+                    os.makedirs(path)
+                if legacy:
+                    self.write("legacy/lock", "")
+                    self.write("legacy/src/CMakeLists.txt", "")
+                for _ in range(2):
+                    with workspace.Workspace(REPO, path):
+                        pass
+                self.assertTrue(os.path.isfile(os.path.join(path, workspace.MARKER)))
 
     def test_a_memory_limit_too_small_for_a_test_program_to_start_is_a_usage_error(self):
         # A lab's test program needs about 8 MiB of address space just to start.

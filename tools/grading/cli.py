@@ -24,9 +24,12 @@ NAME is the folder or zip name; submissions that share one are qualified by thei
 
 Exit status: 0 when every submission was graded, whatever the scores; 1 when grading could not
 run (the reason is printed: a points file that misses a case, a reference solution that fails,
-a --build-timeout too short for the reference's build, an unreadable submission, ...); 2 for a
-usage error (an unknown flag, no SUBMISSION, a --timeout, --build-timeout or --jobs that is not
-> 0, a --mem-mb that is neither 0 nor at least 64).
+a --build-timeout too short for the reference's build, an unreadable submission, a --hidden
+folder with no labNN/ folder, a --work folder that holds files the grader did not put there,
+...); 2 for a usage error (an unknown flag, no SUBMISSION, a --lab that is not a lab name or is
+named twice, an empty --hidden, --work or --out, a --work that is the repository or holds it, an
+--out that is a file, a --timeout, --build-timeout or --jobs that is not > 0, a --mem-mb that is
+neither 0 nor at least 64).
 """
 import argparse
 import csv
@@ -36,8 +39,8 @@ import sys
 import time
 
 from . import GradingError, SubmissionError, printable
-from . import reports, runner, submission
-from .labs import LAB_NAME, declared_labs, lab_headers, load_points, read_cases
+from . import reports, runner, submission, workspace
+from .labs import LAB_NAME, declared_labs, lab_headers, load_points, read_cases, source_labs
 from .workspace import Workspace
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -110,11 +113,15 @@ def hidden_cases_and_points(ws, lab, public_names):
 
 
 def check_hidden_folders(hidden, declared):
-    """Raises GradingError when the --hidden folder has a labNN/ folder for a lab this repository
-    does not declare (its tests would never run)."""
-    unknown = sorted(d for d in os.listdir(hidden)
-                     if LAB_NAME.match(d) and os.path.isdir(os.path.join(hidden, d)) and
-                     d not in declared)
+    """Raises GradingError when the --hidden folder has no labNN/ folder at all (a wrong folder
+    would grade without the hidden tests, as if there were none) or one for a lab this
+    repository does not declare (its tests would never run)."""
+    labs = [d for d in os.listdir(hidden)
+            if LAB_NAME.match(d) and os.path.isdir(os.path.join(hidden, d))]
+    if not labs:
+        raise GradingError(f"--hidden {hidden} holds no labNN/ folder, so no hidden test would "
+                           "run: give the folder that holds lab01/, lab02/, ...")
+    unknown = sorted(d for d in labs if d not in declared)
     if unknown:
         raise GradingError(f"--hidden {hidden} has tests for {', '.join(unknown)}, which this "
                            f"repository does not have (it has {', '.join(declared)}); rename or "
@@ -205,8 +212,12 @@ def prepare_lab(ws, lab, args):
 def choose_labs(sub, requested, declared):
     if requested:
         return requested
-    names = [n for n in sub.manifest_labs() if n in declared]
-    for n in sub.manifest_labs():
+    listed = sub.manifest_labs()
+    for n in sorted({n for n in listed if listed.count(n) > 1}):
+        sub.notes.append(f"{submission.MANIFEST} names {n} twice: graded once")
+    listed = list(dict.fromkeys(listed))
+    names = [n for n in listed if n in declared]
+    for n in listed:
         if n not in declared:
             sub.notes.append(f"{submission.MANIFEST} names {n}, which this repository does not "
                              "have: not graded")
@@ -408,10 +419,35 @@ def write_summary(out_root, grades, errors):
     return path
 
 
-def grade(args):
+def check_usage(p, args):
+    """The usage errors (exit 2) that need neither the submissions nor a build."""
     for lab in args.lab:
         if not LAB_NAME.match(lab):
-            raise GradingError(f"--lab {lab}: expected a name like lab01")
+            p.error(f"--lab {lab}: expected a name like lab01")
+    for lab in dict.fromkeys(args.lab):
+        if args.lab.count(lab) > 1:
+            p.error(f"--lab {lab} is named twice: each lab is graded once")
+    if args.hidden == "":
+        p.error("--hidden '': give the folder of hidden tests (DIR/labNN/), or leave the flag "
+                "out")
+    if args.work == "":
+        p.error("--work '': give a folder for the grader's copy and build (default "
+                "build/grading)")
+    if workspace.holds(args.work, REPO):
+        p.error(f"--work {args.work} is the repository or holds it: give a folder of its own "
+                "(default build/grading)")
+    if args.out == "":
+        p.error("--out '': give a folder for the reports, or leave the flag out")
+    if args.out and os.path.lexists(args.out) and not os.path.isdir(args.out):
+        p.error(f"--out {args.out} is a file: give a folder for the reports")
+
+
+def grade(args):
+    known = source_labs(REPO)
+    unknown = [lab for lab in args.lab if lab not in known]
+    if unknown:  # before the workspace is touched
+        raise GradingError(f"unknown lab(s) {', '.join(unknown)}; this repository has "
+                           f"{', '.join(known)}")
     if args.hidden and not os.path.isdir(args.hidden):
         raise GradingError(f"--hidden {args.hidden} is not a folder")
     for path in args.submissions:
@@ -562,8 +598,8 @@ def parser():
                    help="instructor-only tests: DIR/labNN/*.cpp with DIR/labNN/points.txt")
     p.add_argument("--out", metavar="DIR", help="where the reports go (see above)")
     p.add_argument("--work", metavar="DIR", default=os.path.join(REPO, "build", "grading"),
-                   help="the grader's copy of the repository and its build "
-                        "(default: build/grading)")
+                   help="the grader's copy of the repository and its build: a new or empty "
+                        "folder, or one it made before (default: build/grading)")
     p.add_argument("--timeout", type=_number(float, 0, True, MAX_SECONDS), metavar="S",
                    help="seconds one test case may run (default: the lab's own, as in ctest)")
     p.add_argument("--mem-mb", type=_mem_mb, metavar="M",
@@ -595,7 +631,9 @@ def parser():
 
 
 def main(argv=None):
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    check_usage(p, args)
     try:
         if args.check_points:
             return check_points_cmd(args)

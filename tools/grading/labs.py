@@ -116,25 +116,31 @@ def read_points(path):
     values, lines = {}, {}
     # utf-8-sig: an editor that saves a byte-order mark would otherwise put an invisible
     # character before the first line's points.
-    with open(path, encoding="utf-8-sig") as f:
-        for number, raw in enumerate(f, 1):
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            parts = line.split(None, 1)
-            where = f"{path}:{number}"
-            if len(parts) != 2:
-                raise GradingError(f"{where}: expected '<points> <case name>', got '{line}'")
-            try:
-                value = float(parts[0])
-            except ValueError:
-                raise GradingError(f"{where}: '{parts[0]}' is not a number of points") from None
-            if not math.isfinite(value) or value < 0:
-                raise GradingError(f"{where}: points must be a number >= 0, got {parts[0]}")
-            name = parts[1]
-            if name in values:
-                raise GradingError(f"{where}: '{name}' already has points on line {lines[name]}")
-            values[name], lines[name] = value, number
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        bad = e.object[e.start:e.start + 1]
+        raise GradingError(f"{path} is not UTF-8 text (byte {e.start} is {bad!r}): save it as "
+                           "UTF-8") from None
+    for number, raw in enumerate(text.split("\n"), 1):  # as iterating the file would
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(None, 1)
+        where = f"{path}:{number}"
+        if len(parts) != 2:
+            raise GradingError(f"{where}: expected '<points> <case name>', got '{line}'")
+        try:
+            value = float(parts[0])
+        except ValueError:
+            raise GradingError(f"{where}: '{parts[0]}' is not a number of points") from None
+        if not math.isfinite(value) or value < 0:
+            raise GradingError(f"{where}: points must be a number >= 0, got {parts[0]}")
+        name = parts[1]
+        if name in values:
+            raise GradingError(f"{where}: '{name}' already has points on line {lines[name]}")
+        values[name], lines[name] = value, number
     if not values:
         raise GradingError(f"{path} gives no points to any case")
     return Points(path, values)

@@ -153,6 +153,8 @@ def load(path, editable):
     base = os.path.basename(os.path.normpath(path))
     if os.path.isdir(path):
         source = _Folder(path)
+    elif not os.path.isfile(path):  # a pipe or a device: reading it could wait forever
+        raise SubmissionError(f"submission {path} is neither a folder nor a regular file")
     elif zipfile.is_zipfile(path):
         source = _Zip(path)
         base = re.sub(r"\.zip$", "", base, flags=re.I)

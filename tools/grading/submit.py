@@ -8,7 +8,9 @@ git commit. It warns when a file has uncommitted changes (the zip takes the file
 disk), when a lab header does (grading uses the course's copy), and when TODOs are left.
 --out names the zip, or a folder to write submission-labNN.zip in: one that exists, or a path
 that ends with /. A zip that cannot be written leaves nothing behind.
-Exit status: 0 when the zip was written, 1 when it could not be (the reason is printed).
+--out never replaces a file that is not a zip. Exit status: 0 when the zip was written, 1 when it
+could not be (the reason is printed), 2 on bad usage (a lab that is not this repository's, an
+--out that is not a .zip).
 """
 import argparse
 import datetime
@@ -110,10 +112,24 @@ def main(argv=None):
                         "(default: submission-labNN.zip in the repository)")
     args = p.parse_args(argv)
     labs = list(dict.fromkeys(args.labs))
+    known = source_labs(REPO)
+    for lab in labs:
+        if not LAB_NAME.match(lab):
+            p.error(f"'{lab}' is not a lab name: expected labNN, such as lab01")
+        if lab not in known:
+            p.error(f"unknown lab '{lab}'; this repository has {', '.join(known) or 'no labs'}")
+    if args.out == "":
+        p.error("--out '': give a file name ending in .zip, or a folder")
     name = f"submission-{'-'.join(labs)}.zip"
     out = args.out or os.path.join(REPO, name)
     if args.out and (os.path.isdir(out) or out.endswith(("/", os.sep))):
         out = os.path.join(out, name)
+    # The zip replaces what is at `out`: never a student's code or any other file.
+    if not out.lower().endswith(".zip"):
+        p.error(f"--out {out}: a zip's name must end in .zip")
+    if os.path.lexists(out) and not os.path.isdir(out) and not (
+            os.path.isfile(out) and zipfile.is_zipfile(out)):
+        p.error(f"--out {out} exists and is not a zip: it was left as it is")
     try:
         manifest, warnings = build_zip(labs, out)
     except (GradingError, OSError) as e:

@@ -3,6 +3,9 @@
     WORK/src/    a copy of the repository's source files (no build outputs, no .git)
     WORK/build/  a Release build of WORK/src, configured once and reused by every run
     WORK/lock    one grader at a time per WORK folder
+    WORK/.speclab-grading   says the folder is the grader's: it refreshes WORK/src by deleting
+                 what the repository does not hold, so it never takes over a folder that holds
+                 files it did not put there
 
 The instructor's checkout is only ever read. Each run refreshes WORK/src from it, writing only
 the files whose content changed, so the build stays incremental: grading a submission recompiles
@@ -90,6 +93,35 @@ def _inside(path, root):
     return path == root or path.startswith(root + os.sep)
 
 
+def holds(work, repo):
+    """Whether the folder `work` is the repository `repo` or a folder above it."""
+    return _inside(repo, work)
+
+
+MARKER = ".speclab-grading"
+
+
+def _claim(work):
+    """Makes `work` the grader's folder, or raises GradingError when it holds files the grader did
+    not put there. A new or empty folder is claimed; so is one made before the marker existed
+    (it holds the grader's lock and src/)."""
+    marker = os.path.join(work, MARKER)
+    if os.path.isfile(marker):
+        return
+    if os.path.isdir(work) and os.listdir(work):
+        legacy = (os.path.isfile(os.path.join(work, "lock")) and
+                  os.path.isdir(os.path.join(work, "src")))
+        if not legacy:
+            raise GradingError(
+                f"--work {work} holds files tools/grade did not put there, and grading deletes "
+                "what it does not need in its own folder: give a new or empty folder (default "
+                "build/grading)")
+    os.makedirs(work, exist_ok=True)
+    with open(marker, "w", encoding="utf-8") as f:
+        f.write("tools/grade's folder: its copy of the repository (src/) and its build (build/).\n"
+                "It may delete anything in here; delete the whole folder when you like.\n")
+
+
 class Workspace:
     def __init__(self, repo, work, hidden=None, jobs=2, log=None):
         self.repo = os.path.realpath(repo)
@@ -104,7 +136,10 @@ class Workspace:
 
     # ---- lifetime ----
     def __enter__(self):
-        os.makedirs(self.work, exist_ok=True)
+        if holds(self.work, self.repo):
+            raise GradingError(f"--work {self.work} is the repository or holds it: give a "
+                               "folder of its own (default build/grading)")
+        _claim(self.work)
         self._lock = open(os.path.join(self.work, "lock"), "w")
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
