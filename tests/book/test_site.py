@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -329,6 +330,24 @@ def test_the_build_refuses_to_include_a_solution():
         hooks._check_policy("[the answer](../solutions/lab01_prompt_lookup/solution.cpp)\n",
                             "x.md")
     hooks._check_policy('--8<-- "labs/lab01_prompt_lookup/starter.cpp"\n', "x.md")
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["--help"], 0, "tools/book build [--build-dir DIR]"),
+    (["build", "--build-dir"], 2, "book: --build-dir needs a value"),
+    (["build", "--build-dir", ""], 2, "book: --build-dir needs a value"),
+    (["serve", "--port", "80x"], 2, "book: --port must be a number from 1 to 65535, got '80x'"),
+    (["serve", "--port", "0"], 2, "book: --port must be a number from 1 to 65535, got '0'"),
+    (["publish"], 2, "book: unknown command 'publish'"),
+])
+def test_tools_book_refuses_bad_arguments_before_building(args, code, message):
+    # '--build-dir' with no value died on "$2: unbound variable", and '--help' was an unknown
+    # command.
+    p = subprocess.run([str(ROOT / "tools" / "book"), *args], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == code, p.stderr
+    assert message in p.stdout + p.stderr
+    assert "unbound variable" not in p.stderr
 
 
 @pytest.mark.parametrize("name, path", [("landing", ""), ("chapter", SCREENSHOT_CHAPTER)])
