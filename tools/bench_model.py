@@ -35,7 +35,11 @@ def ours(args, model):
     cmd = [exe, "--model", model, "--threads", str(args.threads), "--repeats", str(args.repeats),
            "--prompt", str(args.prompt), "--decode", str(args.decode), "--kmax", str(args.kmax),
            "--json"]
-    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:  # its own message names the problem (a flag out of its range, ...)
+        sys.exit(f"bench_model: {os.path.basename(exe)} failed (exit {p.returncode}):\n"
+                 f"{p.stderr.strip()}")
+    return json.loads(p.stdout)
 
 
 def llama_cpp_figures(args, model, prompt):

@@ -23,6 +23,7 @@ LAB_IMPL (read when the tests run) picks the implementation a lab's cases test:
   solution (the default) or starter.
 """
 import argparse
+import math
 import os
 import re
 import resource
@@ -229,6 +230,9 @@ def run_and_report(exe, case, timeout, mem_mb, build_dir, skip_name):
 
 
 def cmd_case(a):
+    if not (os.path.isfile(a.exe) and os.access(a.exe, os.X_OK)):
+        print(f"testrun: --exe {a.exe} is not an executable file", file=sys.stderr)
+        return 2
     return run_and_report(a.exe, a.case, a.timeout, a.mem_mb, build_dir_of(a.exe), a.case)
 
 
@@ -411,12 +415,25 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
 
+    def at_least(kind, low, strict):
+        """An argparse type: a finite `kind` > low (strict) or >= low."""
+        def parse(text):
+            try:
+                value = kind(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+            if not math.isfinite(value) or (value <= low if strict else value < low):
+                raise argparse.ArgumentTypeError(
+                    f"must be {'>' if strict else '>='} {low}, got {text}")
+            return value
+        return parse
+
     def common(sp, lab=True):
         if lab:
             sp.add_argument("--build-dir", required=True)
             sp.add_argument("--lab", required=True)
-        sp.add_argument("--timeout", type=float, default=30.0)
-        sp.add_argument("--mem-mb", type=int, default=2048)
+        sp.add_argument("--timeout", type=at_least(float, 0, True), default=30.0)
+        sp.add_argument("--mem-mb", type=at_least(int, 0, False), default=2048)
 
     sp = sub.add_parser("case")
     sp.add_argument("--exe", required=True)

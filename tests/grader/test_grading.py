@@ -417,6 +417,21 @@ class CaseRunner(unittest.TestCase):
         self.assertEqual(runner.classify(r), "output_limit")
         self.assertLess(len(r.output), 2 * testrun.OUTPUT_KEEP + 200)
 
+    def test_a_bad_executable_or_limit_is_a_usage_error(self):
+        # A folder as --exe ended in a PermissionError traceback; --timeout -1 "timed out".
+        testrun_py = os.path.join(REPO, "tools", "testrun.py")
+        for args, message in (
+                (["--exe", tempfile.gettempdir()], "is not an executable file"),
+                (["--exe", "/bin/true", "--timeout", "-1"], "argument --timeout: must be > 0"),
+                (["--exe", "/bin/true", "--timeout", "nan"], "argument --timeout: must be > 0"),
+                (["--exe", "/bin/true", "--mem-mb", "-5"], "argument --mem-mb: must be >= 0")):
+            with self.subTest(args=args):
+                p = subprocess.run([sys.executable, testrun_py, "case", "--case", "x", *args],
+                                   capture_output=True, text=True, timeout=30)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(message, p.stderr)
+                self.assertNotIn("Traceback", p.stderr)
+
     def test_a_skipped_case_says_why_it_skipped(self):
         r = self.run_fake('print("SKIPPED: the model file is missing")\nsys.exit(77)', timeout=20)
         self.assertEqual(runner.classify(r), "skipped")
@@ -1254,6 +1269,16 @@ class Setup(TempDir):
         self.assertEqual(p.returncode, 2)
         self.assertIn("unknown option '--bogus'", p.stderr)
         self.assertIn("--grading", self.setup("--help").stdout)
+
+    def test_tools_venv_takes_no_arguments(self):
+        # It ignored them and went on to create and install .venv/, --help included.
+        venv = os.path.join(REPO, "tools", "venv")
+        p = subprocess.run([venv, "--bogus"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("venv: takes no arguments, got '--bogus'", p.stderr)
+        p = subprocess.run([venv, "--help"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("Creates or updates the git-ignored virtual environment .venv/", p.stdout)
 
 
 def grade(*args):

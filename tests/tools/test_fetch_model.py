@@ -39,6 +39,15 @@ class Options(unittest.TestCase):
             self.assertIn("unexpected argument '--force'", err)
             self.assertEqual(os.listdir(tmp), [])
 
+    def test_a_cache_path_that_is_a_file_is_named(self):
+        # It ended in a FileExistsError traceback.
+        with tempfile.NamedTemporaryFile() as f:
+            rc, out, err = fetch({"SPECLAB_CACHE": f.name, "SPECLAB_MODEL": ""})
+            self.assertEqual(rc, 1, err)
+            self.assertIn(f"the cache folder {f.name} (SPECLAB_CACHE) is a file, not a folder",
+                          err)
+            self.assertNotIn("Traceback", err)
+
 
 class SpeclabModel(unittest.TestCase):
     def test_a_file_that_is_not_the_pinned_model_is_used_with_a_warning(self):
@@ -58,6 +67,10 @@ class SpeclabModel(unittest.TestCase):
         self.assertEqual(out, "")
         self.assertIn("SPECLAB_MODEL=/nonexistent/SmolLM2.gguf does not exist", err)
         self.assertIn("To provide the model by hand", err)
+        with tempfile.TemporaryDirectory() as tmp:  # it said "does not exist"
+            rc, out, err = fetch({"SPECLAB_MODEL": tmp})
+            self.assertEqual(rc, 1)
+            self.assertIn(f"SPECLAB_MODEL={tmp} is a folder: give the path of the GGUF file", err)
 
 
 if __name__ == "__main__":
