@@ -1206,6 +1206,32 @@ class Submit(TempDir):
             self.assertEqual(p.returncode, 0, p.stderr)
 
 
+class MakeMutant(TempDir):
+    """tools/make_mutant.py names what is wrong instead of ending in a traceback."""
+
+    def run_it(self, *args):
+        return subprocess.run([sys.executable, os.path.join(REPO, "tools", "make_mutant.py"),
+                               *args], capture_output=True, text=True, timeout=30)
+
+    def test_bad_input_is_named(self):
+        solution = self.write("solution.cpp", "int f() { return 1; }\n")
+        empty = self.write("empty.mutant", "--- replace\n--- with\nint g();\n")
+        latin1 = self.write("latin1.mutant", "// caf\xe9\n".encode("latin-1"))
+        out = os.path.join(self.tmp, "out.cpp")
+        for args, message in (
+                (("/nonexistent.cpp", empty, out), "/nonexistent.cpp: cannot read it"),
+                (("solution.cpp",), "usage: make_mutant.py"),
+                # An empty text 'occurred 1884 times'.
+                ((solution, empty, out), "block 1: '--- replace' is followed by no text"),
+                ((solution, latin1, out), "latin1.mutant: not UTF-8 text")):
+            with self.subTest(args=args):
+                p = self.run_it(*args)
+                self.assertNotEqual(p.returncode, 0)
+                self.assertIn(message, p.stderr)
+                self.assertNotIn("Traceback", p.stderr)
+        self.assertEqual(self.run_it("x").returncode, 2)
+
+
 class Setup(TempDir):
     """tools/setup's modes, with a fake dpkg-query and cmake first on PATH: nothing installs."""
 
