@@ -1199,6 +1199,10 @@ class Submit(TempDir):
             self.assertEqual(f.read(), "my notes\n")
         with open(starter, "rb") as f:
             self.assertEqual(f.read(), before)
+        # A folder that is a file said "[Errno 17] File exists".
+        p = self.submit("lab01", "--out", os.path.join(not_zip, "x.zip"))
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(f"{not_zip} is a file, not a folder", p.stderr)
         # An earlier zip is replaced, as before.
         out = os.path.join(self.tmp, "s.zip")
         for _ in range(2):

@@ -130,6 +130,11 @@ def main(argv=None):
     if os.path.lexists(out) and not os.path.isdir(out) and not (
             os.path.isfile(out) and zipfile.is_zipfile(out)):
         p.error(f"--out {out} exists and is not a zip: it was left as it is")
+    parent = os.path.dirname(os.path.abspath(out))
+    while not os.path.exists(parent) and os.path.dirname(parent) != parent:
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):  # the zip's folder would have to be made inside a file
+        p.error(f"--out {out}: {parent} is a file, not a folder")
     try:
         manifest, warnings = build_zip(labs, out)
     except (GradingError, OSError) as e:
