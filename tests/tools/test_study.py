@@ -113,6 +113,36 @@ class RunBenches(unittest.TestCase):
         self.assertEqual(json.loads((self.data / "meta.json").read_text())["device"], "cpu")
 
 
+class MalformedData(unittest.TestCase):
+    """A broken saved file is named, not a traceback (JSONDecodeError, KeyError)."""
+
+    def test_a_meta_file_that_is_not_json_is_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            Path(tmp, "meta.json").write_text("{ not json", encoding="utf-8")
+            with self.assertRaises(SystemExit) as e:
+                study.read_meta(Path(tmp))
+            self.assertIn("meta.json is not valid JSON", str(e.exception.code))
+
+    def test_a_cost_curve_with_a_bad_header_or_row_is_named(self):
+        import importlib.machinery
+        import importlib.util
+        loader = importlib.machinery.SourceFileLoader("cost_tables",
+                                                      str(ROOT / "tools" / "cost_tables"))
+        tables = importlib.util.module_from_spec(importlib.util.spec_from_loader("cost_tables",
+                                                                                 loader))
+        loader.exec_module(tables)
+        with tempfile.TemporaryDirectory() as tmp:
+            tables.CURVES = Path(tmp)
+            for text, message in (("# c\nbatch,k,seconds\n1,0,0.1\n", "has no column 'b'"),
+                                  ("b,k,seconds\n1,0,0.1\n4,x,0.2\n", "the row '4,x,0.2' is not a whole b"),
+                                  ("b,k,seconds\n1,0\n", "the row '1,0' is not a whole b")):
+                with self.subTest(text=text):
+                    Path(tmp, "c.csv").write_text(text, encoding="utf-8")
+                    with self.assertRaises(SystemExit) as e:
+                        tables.read_curve("c")
+                    self.assertIn(message, str(e.exception.code))
+
+
 class RoundTripText(unittest.TestCase):
     def test_the_meta_line_names_the_range_or_nothing(self):
         self.assertEqual(study.round_trip_text({}), "")

@@ -32,7 +32,10 @@ def read_meta(data):
     path = data / "meta.json"
     if not path.is_file():
         sys.exit(f"{path} is missing: run the study's `run` command first")
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        sys.exit(f"{path} is not valid JSON ({e}): run the study's `run` command again")
 
 
 def cpu_description():
