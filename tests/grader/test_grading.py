@@ -1433,6 +1433,7 @@ class GradeRefusals(TempDir):
                 (("--work", REPO), f"--work {REPO} is the repository or holds it"),
                 (("--work", os.path.dirname(REPO)), "is the repository or holds it"),
                 (("--out", ""), "--out '': give a folder"),
+                (("--check-points", "--build-dir", ""), "--build-dir '': give the build"),
                 # It graded everything, then ended in a FileExistsError traceback.
                 (("--out", report), f"--out {report} is a file: give a folder for the reports")):
             with self.subTest(args=args):

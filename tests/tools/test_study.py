@@ -123,6 +123,13 @@ class MalformedData(unittest.TestCase):
                 study.read_meta(Path(tmp))
             self.assertIn("meta.json is not valid JSON", str(e.exception.code))
 
+    def test_an_empty_bin_is_a_usage_error(self):
+        import subprocess
+        p = subprocess.run([sys.executable, str(ROOT / "tools" / "study_results"), "run",
+                            "--bin", ""], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--bin '': give the speclab binary", p.stderr)
+
     def test_a_cost_curve_with_a_bad_header_or_row_is_named(self):
         import importlib.machinery
         import importlib.util

@@ -159,6 +159,8 @@ def main(doc, *, chapter, data, prefix, renderers, runs, threads, threads_help, 
                                f"`{tool} render` (or `run` to measure again)")
 
     def run(a):
+        if not a.bin:
+            p.error("--bin '': give the speclab binary (default build/bin/speclab)")
         if a.set and a.device != "cpu":
             p.error("--set measures on the CPU: give it without --device")
         set_data, set_runs = sets[a.set] if a.set else devices[a.device]

@@ -436,6 +436,8 @@ def check_usage(p, args):
     if workspace.holds(args.work, REPO):
         p.error(f"--work {args.work} is the repository or holds it: give a folder of its own "
                 "(default build/grading)")
+    if args.build_dir == "":
+        p.error("--build-dir '': give the build --check-points reads (default build)")
     if args.out == "":
         p.error("--out '': give a folder for the reports, or leave the flag out")
     if args.out and os.path.lexists(args.out) and not os.path.isdir(args.out):
