@@ -121,11 +121,17 @@ class PointsFiles(TempDir):
         self.assertIn("has tests for lab09, which this repository does not have (it has lab01)",
                       str(e.exception))
 
-    def test_a_hidden_folder_without_any_lab_folder_is_an_error(self):
+    def test_a_hidden_folder_without_any_lab_folder_is_an_error_unless_it_is_empty(self):
         # A wrong parent folder graded without the hidden tests, with exit 0.
-        os.makedirs(os.path.join(self.tmp, "hidden", "notes"))
+        hidden = os.path.join(self.tmp, "hidden")
+        os.makedirs(hidden)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):  # a course without hidden tests
+            cli.check_hidden_folders(hidden, {"lab01": LAB})
+        self.assertIn(f"--hidden {hidden} is empty: no hidden tests", err.getvalue())
+        os.makedirs(os.path.join(hidden, "notes"))
         with self.assertRaisesRegex(GradingError, "holds no labNN/ folder"):
-            cli.check_hidden_folders(os.path.join(self.tmp, "hidden"), {"lab01": LAB})
+            cli.check_hidden_folders(hidden, {"lab01": LAB})
 
     def test_a_missing_points_file_prints_one_to_start_from(self):
         with self.assertRaises(GradingError) as e:

@@ -25,7 +25,7 @@ NAME is the folder or zip name; submissions that share one are qualified by thei
 Exit status: 0 when every submission was graded, whatever the scores; 1 when grading could not
 run (the reason is printed: a points file that misses a case, a reference solution that fails,
 a --build-timeout too short for the reference's build, an unreadable submission, a --hidden
-folder with no labNN/ folder, a --work folder that holds files the grader did not put there,
+folder with files but no labNN/ folder, a --work folder that holds files the grader did not put there,
 ...); 2 for a usage error (an unknown flag, no SUBMISSION, a --lab that is not a lab name or is
 named twice, an empty --hidden, --work or --out, a --work that is the repository or holds it, an
 --out that is a file, a --timeout, --build-timeout or --jobs that is not > 0, a --mem-mb that is
@@ -113,12 +113,15 @@ def hidden_cases_and_points(ws, lab, public_names):
 
 
 def check_hidden_folders(hidden, declared):
-    """Raises GradingError when the --hidden folder has no labNN/ folder at all (a wrong folder
-    would grade without the hidden tests, as if there were none) or one for a lab this
-    repository does not declare (its tests would never run)."""
-    labs = [d for d in os.listdir(hidden)
-            if LAB_NAME.match(d) and os.path.isdir(os.path.join(hidden, d))]
-    if not labs:
+    """Raises GradingError when the --hidden folder holds files but no labNN/ folder (a wrong
+    folder, such as the one above hidden/, would grade without the hidden tests, as if there
+    were none) or a labNN/ folder for a lab this repository does not declare (its tests would
+    never run). An empty folder is a course without hidden tests, and is said so."""
+    entries = os.listdir(hidden)
+    labs = [d for d in entries if LAB_NAME.match(d) and os.path.isdir(os.path.join(hidden, d))]
+    if not entries:
+        log(f"grade: --hidden {hidden} is empty: no hidden tests")
+    elif not labs:
         raise GradingError(f"--hidden {hidden} holds no labNN/ folder, so no hidden test would "
                            "run: give the folder that holds lab01/, lab02/, ...")
     unknown = sorted(d for d in labs if d not in declared)
