@@ -4,6 +4,8 @@
 // You implement the two functions declared below, in starter.cpp. Everything else in this file
 // is glue that plugs them into the engine's speculative loop; you do not need to change it.
 #include <span>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -51,9 +53,20 @@ class PromptLookupDrafter final : public Drafter {
   int n_;
 };
 
-// verify_greedy as an engine VerifyRule.
+// verify_greedy as an engine VerifyRule. It keeps plain decoding's output only when plain
+// decoding is greedy, so a run that samples (temperature > 0) is refused with
+// std::invalid_argument: such a run needs lab 03's sampled_verify_rule().
 inline VerifyRule greedy_verify_rule() {
-  return [](const VerifyInput& in) { return verify_greedy(in.drafts, in.logits); };
+  return [](const VerifyInput& in) {
+    if (in.sampling.temperature > 0.0) {
+      std::ostringstream t;
+      t << in.sampling.temperature;  // 1, 0.7: as written
+      throw std::invalid_argument("greedy_verify_rule: the run samples at temperature " + t.str() +
+                                  ", and greedy verification keeps plain decoding's output only "
+                                  "at temperature 0: use sampled_verify_rule() (lab 03)");
+    }
+    return verify_greedy(in.drafts, in.logits);
+  };
 }
 
 }  // namespace speclab

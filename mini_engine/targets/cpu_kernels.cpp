@@ -293,6 +293,10 @@ void silu_mul(float* g, const float* u, int n) {
 }
 
 void dequantize_matrix_row(const QuantMatrix& w, int r, float* out) {
+  if (r < 0 || r >= w.rows) {
+    throw std::out_of_range("dequantize_matrix_row: row " + std::to_string(r) + " of a matrix of " +
+                            std::to_string(w.rows) + " rows");
+  }
   dequantize_row(w.type, w.row(r), out, w.cols);
 }
 
@@ -1189,6 +1193,19 @@ void matmul(MatmulKernel kernel, const QuantMatrix& w, const QuantizedActs& x, f
 #endif
     case MatmulKernel::packed: return matmul_packed_unchecked(PackedMatrix(w), x, y, ldy, r0, r1);
   }
+  check_kernel(kernel, "matmul");  // none of the above: throws
+}
+
+void check_kernel(MatmulKernel kernel, const char* who) {
+  switch (kernel) {
+    case MatmulKernel::reference:
+    case MatmulKernel::scalar:
+    case MatmulKernel::simd:
+    case MatmulKernel::packed: return;
+  }
+  throw std::invalid_argument(std::string(who) + ": kernel " +
+                              std::to_string(static_cast<int>(kernel)) +
+                              " is not a MatmulKernel (0 reference, 1 scalar, 2 simd, 3 packed)");
 }
 
 }  // namespace speclab::cpu

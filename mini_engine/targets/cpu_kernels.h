@@ -104,6 +104,10 @@ enum class MatmulKernel {
               // forward pass packs its weights once at load time.
 };
 
+// Throws std::invalid_argument, naming `who`, unless `kernel` is one of the values above (a
+// number cast to MatmulKernel, say from a configuration file, may not be).
+void check_kernel(MatmulKernel kernel, const char* who);
+
 // A quantized weight matrix repacked for the packed kernel. Rows go in groups of 16 (the last
 // group padded with zero rows); for each group and each block of 32 columns the codes of the 16
 // rows are interleaved so that a 64-byte vector holds 4 consecutive codes of every row: one
@@ -155,9 +159,10 @@ const char* packed_kernel_name();
 
 // y[t * ldy + r] = sum_c W[r][c] * x[t][c]  for every activation row t < x.rows() and weight row
 // r in [r0, r1). The activations are x's dequantized values (q * d).
-// Requires x.cols() == w.cols, 0 <= r0 <= r1 <= w.rows, ldy >= w.rows, and w.type one of Q4_0,
-// Q4_1, Q8_0; throws std::invalid_argument otherwise. Writes only those entries of y.
-// Thread-safe for disjoint row ranges: that is how the forward pass splits work between threads.
+// Requires a valid kernel (check_kernel), x.cols() == w.cols, 0 <= r0 <= r1 <= w.rows,
+// ldy >= w.rows, and w.type one of Q4_0, Q4_1, Q8_0; throws std::invalid_argument otherwise. Writes
+// only those entries of y. Thread-safe for disjoint row ranges: that is how the forward pass splits
+// work between threads.
 void matmul(MatmulKernel kernel, const QuantMatrix& w, const QuantizedActs& x, float* y, int ldy,
             int r0, int r1);
 
@@ -170,7 +175,8 @@ void silu_mul(float* g, const float* u, int n);
 // The same with std::exp, one element at a time: the reference silu_mul is tested against.
 void silu_mul_reference(float* g, const float* u, int n);
 
-// Decodes row r of w (any type dequantize_row knows) into out[0..w.cols).
+// Decodes row r of w (any type dequantize_row knows) into out[0..w.cols). Throws
+// std::out_of_range unless 0 <= r < w.rows.
 void dequantize_matrix_row(const QuantMatrix& w, int r, float* out);
 
 }  // namespace speclab::cpu

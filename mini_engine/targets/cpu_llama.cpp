@@ -198,6 +198,7 @@ CpuLlama::CpuLlama(GgufFile file, CpuLlamaOptions options)
                                 std::to_string(kMaxCpuThreads) + "] (0 = every core), got " +
                                 std::to_string(options.threads));
   }
+  cpu::check_kernel(options.kernel, "CpuLlamaOptions");
   if (options.max_context < 0) {
     throw std::invalid_argument(
         "CpuLlamaOptions: max_context must be >= 0 (0 = the model's), got " +

@@ -7,6 +7,10 @@
 namespace speclab {
 
 double ToyCostModel::seconds(int tokens) const {
+  if (knee_tokens < 0) {  // tokens - knee_tokens could overflow
+    throw std::invalid_argument("ToyCostModel::seconds: knee_tokens must be >= 0, got " +
+                                std::to_string(knee_tokens));
+  }
   if (tokens < 1) {
     throw std::invalid_argument("ToyCostModel::seconds: a call feeds at least 1 token, got " +
                                 std::to_string(tokens));

@@ -25,7 +25,7 @@ struct ToyCostModel {
   int knee_tokens = 64;               // tokens per call where arithmetic starts to dominate
   double past_knee_seconds = 0.0015;  // extra seconds per token past the knee
 
-  // T(tokens). Requires tokens >= 1; throws std::invalid_argument otherwise.
+  // T(tokens). Requires tokens >= 1 and knee_tokens >= 0; throws std::invalid_argument otherwise.
   double seconds(int tokens) const;
   // Throws std::invalid_argument naming the field when a field is negative, infinite or NaN,
   // and when every call would cost 0 s (fixed + per-token and past-knee seconds all 0; with

@@ -140,6 +140,9 @@ TEST_SUITE("engine / batch target") {
     CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("knee_tokens"), std::invalid_argument);
     CHECK_THROWS_AS(ToyCostModel{}.seconds(0), std::invalid_argument);
     c = ToyCostModel{};
+    c.knee_tokens = std::numeric_limits<int>::min();  // 5 - INT_MIN overflowed (UBSan)
+    CHECK_THROWS_WITH_AS(c.seconds(5), doctest::Contains("knee_tokens"), std::invalid_argument);
+    c = ToyCostModel{};
     c.fixed_seconds = std::numeric_limits<double>::infinity();
     CHECK_THROWS_WITH_AS(c.validate(), doctest::Contains("fixed_seconds"), std::invalid_argument);
     c = ToyCostModel{0.0, 0.0, 64, 0.0};

@@ -381,6 +381,20 @@ TEST_SUITE("engine / speculative loop") {
     CHECK_FALSE(rounds[0].bonus);
   }
 
+  TEST_CASE("the greedy verify rule refuses to verify a sampled run") {
+    // At temperature 1 it verified greedily: run_speculative gave temperature 0's tokens while
+    // run_baseline sampled, and nothing said so.
+    ToyTarget t(ToyTargetConfig{});
+    DecodeConfig dc;
+    dc.max_new_tokens = 8;
+    dc.sampling.temperature = 1.0;
+    PromptLookupDrafter d(1);
+    CHECK_THROWS_WITH_AS(run_speculative(t, d, greedy_verify_rule(), t.make_prompt(8), dc),
+                         doctest::Contains("greedy_verify_rule: the run samples at temperature 1"),
+                         std::invalid_argument);
+    CHECK(t.length() < 8);  // only the prompt's prefill, or less
+  }
+
   TEST_CASE("an infinite temperature is rejected up front") {
     // softmax(row / inf) turns a -inf score into NaN; the loops accepted it and failed later.
     ToyTarget t(ToyTargetConfig{});

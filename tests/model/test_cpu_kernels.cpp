@@ -276,6 +276,25 @@ TEST_SUITE("engine_forward / quantized matrix products") {
     CHECK_THROWS_WITH_AS(matmul(MatmulKernel::scalar, w, x64, y.data(), 8, 0, 8),
                          doctest::Contains("F16"), std::invalid_argument);
     CHECK_THROWS_AS(x.quantize(xf.data(), 1, 33, 33), std::invalid_argument);
+    // A kernel outside the enum returned without writing y.
+    w.type = GgmlType::Q4_1;
+    CHECK_THROWS_WITH_AS(matmul(static_cast<MatmulKernel>(9), w, x64, y.data(), 8, 0, 8),
+                         doctest::Contains("kernel 9 is not a MatmulKernel"),
+                         std::invalid_argument);
+  }
+
+  TEST_CASE("dequantize_matrix_row refuses a row outside the matrix") {
+    // Row rows + 10^7 crashed (SEGV) and row -1 read the bytes before the tensor.
+    const auto bytes = random_matrix_bytes(3, 8, 64, 3, 1.0f);
+    const QuantMatrix w = make_matrix(3, 8, 64, bytes);
+    std::vector<float> out(64);
+    for (int bad : {-1, 8, 8 + 10000000}) {
+      CAPTURE(bad);
+      const std::string want = "row " + std::to_string(bad) + " of a matrix of 8 rows";
+      CHECK_THROWS_WITH_AS(dequantize_matrix_row(w, bad, out.data()),
+                           doctest::Contains(want.c_str()), std::out_of_range);
+    }
+    dequantize_matrix_row(w, 7, out.data());
   }
 }
 

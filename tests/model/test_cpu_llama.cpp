@@ -419,6 +419,11 @@ TEST_SUITE("engine_forward / the KV cache and rollback") {
     }
     CHECK_THROWS_WITH_AS(make_tiny(TinyLlamaSpec{}, {.max_context = -1}),
                          doctest::Contains("max_context must be >= 0"), std::invalid_argument);
+    // A kernel outside the enum (a bad cast from a config file) ran every matrix product as a
+    // no-op: all-zero logits, and no error.
+    CHECK_THROWS_WITH_AS(make_tiny(TinyLlamaSpec{}, {.kernel = static_cast<cpu::MatmulKernel>(7)}),
+                         doctest::Contains("kernel 7 is not a MatmulKernel"),
+                         std::invalid_argument);
     CHECK(make_tiny(TinyLlamaSpec{}, {.threads = 3}).target->threads() == 3);
   }
 
