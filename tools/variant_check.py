@@ -35,6 +35,14 @@ class Variant:
     cannot_run: str = ""  # why this machine cannot run the build ("": it can)
 
 
+def check_usage(ap, args):
+    """The usage errors both checks share: exits 2 through the argparse parser `ap`."""
+    if args.jobs < 1:
+        ap.error("--jobs must be at least 1")
+    if not args.build_dir:  # '' is the current folder: the builds would land in the checkout
+        ap.error("--build-dir '': give the build tree the builds go under (default build)")
+
+
 def build(variant, under, jobs):
     """Configures and builds TARGET for `variant` in under/<folder>; returns the binary's path."""
     build_dir = os.path.join(under, variant.folder)

@@ -19,6 +19,7 @@ import importlib.machinery
 import importlib.util
 import io
 import os
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -142,6 +143,19 @@ class VariantCheckTest(unittest.TestCase):
 
 
 class X86CheckTest(unittest.TestCase):
+    def test_bad_options_are_usage_errors_before_any_build(self):
+        # '--build-dir ""' built in the current folder: inside the checkout, run from its root.
+        for tool in ("x86_check", "arm_check"):
+            for args, message in ((["--build-dir", ""], "--build-dir '': give the build tree"),
+                                  (["-j", "0"], "--jobs must be at least 1")):
+                with self.subTest(tool=tool, args=args), tempfile.TemporaryDirectory() as tmp:
+                    p = subprocess.run([sys.executable, str(ROOT / "tools" / tool), *args],
+                                       capture_output=True, text=True, timeout=60, cwd=tmp)
+                    self.assertEqual(p.returncode, 2, p.stderr)
+                    self.assertIn(message, p.stderr)
+                    self.assertEqual(os.listdir(tmp), [])
+
+
     def test_another_machine_is_skipped_with_the_reason(self):
         x86 = load_x86_check()
         out = io.StringIO()
