@@ -460,6 +460,13 @@ def main():
         sp.add_argument("--clear", action="store_true")
         sp.set_defaults(fn=fn)
     a = p.parse_args()
+    # The report commands read and clear folders inside the build tree: a mistyped one is named,
+    # not taken for a tree with nothing to report.
+    if a.cmd in ("mutant-report", "skip-report") and not os.path.isfile(
+            os.path.join(a.build_dir, "CMakeCache.txt")):
+        print(f"testrun.py {a.cmd}: --build-dir {a.build_dir} is not a CMake build folder "
+              "(no CMakeCache.txt)", file=sys.stderr)
+        return 2
     # A mutant's --lab may name a group of mutants that is not a lab (cuda-host).
     if a.cmd in ("lab-build", "lab-case", "starter-check") and a.lab not in known_labs():
         print(f"There is no lab '{a.lab}' in this course; the labs are "

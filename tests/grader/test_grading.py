@@ -628,6 +628,22 @@ class SkipReport(TempDir):
             testrun.cmd_skip_report(args)
         self.assertEqual(out.getvalue(), "")
 
+    def test_a_build_dir_that_is_not_a_build_tree_is_a_usage_error(self):
+        testrun_py = os.path.join(REPO, "tools", "testrun.py")
+        for cmd in ("mutant-report", "skip-report"):
+            for build in (os.path.join(self.tmp, "missing"), self.tmp):
+                with self.subTest(cmd=cmd, build=build):
+                    p = subprocess.run([sys.executable, testrun_py, cmd, "--build-dir", build],
+                                       capture_output=True, text=True)
+                    self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+                    self.assertIn(f"{build} is not a CMake build folder (no CMakeCache.txt)",
+                                  p.stderr)
+        open(os.path.join(self.tmp, "CMakeCache.txt"), "w").close()
+        for cmd in ("mutant-report", "skip-report"):
+            p = subprocess.run([sys.executable, testrun_py, cmd, "--build-dir", self.tmp],
+                               capture_output=True, text=True)
+            self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "", ""))
+
 
 class Reports(unittest.TestCase):
     def test_gradescope_results_have_the_documented_fields_and_hidden_tests_wait(self):
