@@ -20,11 +20,13 @@ struct SamplingParams {
 // std::invalid_argument otherwise.
 std::vector<double> softmax(std::span<const float> row, double temperature);
 
-// The token at inverse-CDF point u in [0, 1) of softmax(row / temperature); argmax when
-// temperature == 0. Deterministic: the same (row, temperature, u) always gives the same token.
-// Throws std::invalid_argument for a negative, NaN or infinite temperature, a u outside [0, 1)
-// (NaN included, checked at every temperature), an empty row, and (temperature > 0) whatever
-// softmax() rejects; at temperature 0, NaNs in the row go as argmax() says.
+// The token at inverse-CDF point u in [0, 1) of softmax(row / temperature): token i covers
+// [cdf(i - 1), cdf(i)), so a u on a boundary goes to the later token, and a token of probability
+// 0 is never chosen. argmax when temperature == 0. Deterministic: the same (row, temperature, u)
+// always gives the same token. Throws std::invalid_argument for a negative, NaN or infinite
+// temperature, a u outside [0, 1) (NaN included, checked at every temperature), an empty row, and
+// (temperature > 0) whatever softmax() rejects; at temperature 0, NaNs in the row go as argmax()
+// says.
 Token sample_from_logits(std::span<const float> row, double temperature, double u);
 
 // The target's token for the given absolute `position` in the sequence: sample_from_logits with

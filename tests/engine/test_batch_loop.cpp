@@ -410,13 +410,47 @@ TEST_SUITE("engine / batched speculative loop") {
     reqs[0].config.k = 3;
     reqs[0].config.stop_tokens = {2};
     std::vector<RoundRecord> rounds;
-    reqs[0].config.on_round = [&](const RoundRecord& r) { rounds.push_back(r); };
+    std::vector<int> lengths;  // the sequence's length once the round is done
+    reqs[0].config.on_round = [&](const RoundRecord& r) {
+      rounds.push_back(r);
+      lengths.push_back(batch.length(batch.sequences().at(0)));
+    };
     const VerifyRule all = [](const VerifyInput&) { return VerifyResult{3, {1, 2, 3, 4}}; };
     const auto out = run_speculative_batch(batch, reqs, all);
     REQUIRE(rounds.size() == 1);
     CHECK(out.requests[0].tokens == V{1, 2});
     CHECK(rounds[0].accepted == 2);
     CHECK_FALSE(rounds[0].bonus);
+    // The sequence holds {5, 6, 1}: not the stop token, nor the drafts past it; the stats count
+    // what was emitted.
+    CHECK(lengths == std::vector<int>{3});
+    const SpecStats& s = out.requests[0].stats;
+    CHECK(s.drafted == 3);
+    CHECK(s.accepted == 2);
+    CHECK(s.emitted == 2);
+    CHECK(out.stats.accepted == 2);
+    CHECK(out.stats.emitted == 2);
+  }
+
+  TEST_CASE("batched: a round without drafts is not a bonus round") {
+    class Silent final : public Drafter {
+     public:
+      std::string name() const override { return "silent"; }
+      std::vector<Token> propose(std::span<const Token>, int) override { return {}; }
+    } silent;
+    ToyBatchTarget batch(periodic_cfg(0, 0.0));
+    std::vector<BatchRequest> reqs(1);
+    reqs[0].prompt = {5, 6};
+    reqs[0].drafter = &silent;
+    reqs[0].config.max_new_tokens = 3;
+    std::vector<RoundRecord> rounds;
+    reqs[0].config.on_round = [&](const RoundRecord& r) { rounds.push_back(r); };
+    run_speculative_batch(batch, reqs, greedy_verify_rule());
+    REQUIRE(rounds.size() == 3);
+    for (const RoundRecord& r : rounds) {
+      CHECK(r.drafts.empty());
+      CHECK_FALSE(r.bonus);
+    }
   }
 
   TEST_CASE("batched: an infinite temperature is rejected up front") {

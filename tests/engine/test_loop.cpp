@@ -379,6 +379,33 @@ TEST_SUITE("engine / speculative loop") {
     CHECK(out.tokens == std::vector<Token>{1, 2});
     CHECK(rounds[0].accepted == 2);
     CHECK_FALSE(rounds[0].bonus);
+    // The target holds the prompt and the emitted tokens but the last ({5, 6, 1}), not the stop
+    // token or the drafts past it; the stats count what was emitted, not what was verified.
+    CHECK(t.tokens().size() == 3);
+    CHECK(out.stats.target_runs == 1);
+    CHECK(out.stats.drafted == 3);
+    CHECK(out.stats.accepted == 2);
+    CHECK(out.stats.emitted == 2);
+    CHECK(out.stats.tokens_per_run() == 2.0);
+  }
+
+  TEST_CASE("a round without drafts is not a bonus round") {
+    // accepted (0) == drafted (0), but nothing was drafted, so the one token is the target's
+    // own, not a bonus after a fully accepted draft.
+    ToyTarget t(ToyTargetConfig{});
+    GreedyLiar silent({});
+    DecodeConfig dc;
+    dc.max_new_tokens = 4;
+    std::vector<RoundRecord> rounds;
+    dc.on_round = [&](const RoundRecord& r) { rounds.push_back(r); };
+    const auto out = run_speculative(t, silent, greedy_verify_rule(), t.make_prompt(8), dc);
+    REQUIRE(rounds.size() == 4);
+    for (const RoundRecord& r : rounds) {
+      CHECK(r.drafts.empty());
+      CHECK(r.emitted.size() == 1);
+      CHECK_FALSE(r.bonus);
+    }
+    CHECK(out.stats.tokens_per_run() == 1.0);
   }
 
   TEST_CASE("the greedy verify rule refuses to verify a sampled run") {
@@ -403,6 +430,35 @@ TEST_SUITE("engine / speculative loop") {
     CHECK_THROWS_WITH_AS(run_baseline(t, std::vector<Token>{1, 2}, dc),
                          doctest::Contains("temperature"), std::invalid_argument);
     CHECK(t.length() == 0);
+  }
+
+  TEST_CASE("SpecStats: acceptance by position, the rates and the summary's tokens/s") {
+    SpecStats s;
+    s.record_round(3, 2, 3);  // drafts at positions 0, 1, 2; the first two accepted
+    s.record_round(2, 2, 3);  // both accepted, and the bonus
+    s.record_round(0, 0, 1);  // nothing drafted
+    CHECK(s.target_runs == 3);
+    CHECK(s.drafted == 5);
+    CHECK(s.accepted == 4);
+    CHECK(s.emitted == 7);
+    CHECK(s.drafted_at == std::vector<std::int64_t>{2, 2, 1});
+    CHECK(s.accepted_at == std::vector<std::int64_t>{2, 2, 0});
+    CHECK(s.acceptance_at(0) == 1.0);
+    CHECK(s.acceptance_at(1) == 1.0);
+    CHECK(s.acceptance_at(2) == 0.0);
+    CHECK(s.acceptance_at(3) == 0.0);                    // never drafted there
+    CHECK(s.acceptance_rate() == doctest::Approx(0.8));  // accepted / drafted
+    CHECK(s.tokens_per_run() == doctest::Approx(7.0 / 3.0));
+    CHECK(s.accept_length_hist == std::vector<std::int64_t>{1, 0, 2});
+    s.total_seconds = 2.0;
+    s.prefill_seconds = 1.0;
+    s.draft_seconds = 0.25;
+    s.verify_seconds = 0.5;
+    CHECK(s.other_seconds() == doctest::Approx(0.25));
+    // tokens/s is end to end: 7 tokens over the whole 2 s, prefill included.
+    CHECK(s.summary() ==
+          "7 tokens, 3 target runs, 2.33 tokens/run, acceptance 80.0% (4/5), time prefill 1.000s "
+          "draft 0.250s verify 0.500s other 0.250s, 3.5 tokens/s");
   }
 
   TEST_CASE("SpecStats::record_round rejects counts no round can have") {

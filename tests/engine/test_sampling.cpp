@@ -41,6 +41,35 @@ TEST_SUITE("engine / sampling") {
     CHECK(counts[3] / 20000.0 == doctest::Approx(0.6).epsilon(0.05));
   }
 
+  TEST_CASE("softmax divides the scores by the temperature, safely for large scores") {
+    // p ~ exp(s / T): at T = 0.5 the scores 0, ln 3, ln 6 weigh 1, 9 and 36.
+    const std::vector<float> row = {0.0f, std::log(3.0f), std::log(6.0f)};
+    const std::vector<double> p = softmax(row, 0.5);
+    REQUIRE(p.size() == 3);
+    CHECK(p[0] == doctest::Approx(1.0 / 46));
+    CHECK(p[1] == doctest::Approx(9.0 / 46));
+    CHECK(p[2] == doctest::Approx(36.0 / 46));
+    // Scores far past exp's range, and a low temperature on a real model's scale (about 20):
+    // still 1 : 3, not inf / inf.
+    const std::vector<double> big = softmax(std::vector<float>{1000.0f, 1000.0f + 1.0986123f}, 1.0);
+    CHECK(big[0] == doctest::Approx(0.25).epsilon(1e-3));
+    CHECK(big[1] == doctest::Approx(0.75).epsilon(1e-3));
+    const std::vector<double> cold = softmax(std::vector<float>{20.0f, 20.0219722f}, 0.02);
+    CHECK(cold[0] == doctest::Approx(0.25).epsilon(1e-2));
+    CHECK(cold[1] == doctest::Approx(0.75).epsilon(1e-2));
+    // Sampling at T != 1 follows the same probabilities: u below 1/46 picks token 0.
+    CHECK(sample_from_logits(row, 0.5, 0.02) == 0);
+    CHECK(sample_from_logits(row, 0.5, 0.03) == 1);
+    CHECK(sample_from_logits(row, 0.5, 0.3) == 2);
+  }
+
+  TEST_CASE("token i covers the inverse-CDF interval [cdf(i - 1), cdf(i))") {
+    const std::vector<float> even = {0.0f, 0.0f};  // p = 0.5, 0.5: exact in binary
+    CHECK(sample_from_logits(even, 1.0, 0.0) == 0);
+    CHECK(sample_from_logits(even, 1.0, 0.4999999) == 0);
+    CHECK(sample_from_logits(even, 1.0, 0.5) == 1);
+  }
+
   TEST_CASE("a u outside [0, 1) is rejected, not mapped to the last token") {
     const std::vector<float> row = {0.0f, 1.0f, 2.0f};
     for (const double u : {1.0, 1.5, -0.1, static_cast<double>(NAN)}) {

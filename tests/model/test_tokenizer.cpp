@@ -450,6 +450,15 @@ TEST_SUITE("tokenizer / decoding") {
     for (Token id : ids) chunks.push_back(sd.push(id));
     for (std::size_t i = 0; i + 1 < chunks.size(); ++i) CHECK(chunks[i].empty());
     CHECK(chunks.back() == "😀");
+    // Cut short, flush() hands over the held bytes as they are, and starts afresh.
+    StreamDecoder cut(t);
+    CHECK(cut.push(ids[0]).empty());
+    const std::size_t held = cut.pending();
+    REQUIRE(held > 0);
+    CHECK(cut.flush().size() == held);
+    CHECK(cut.pending() == 0);
+    CHECK(cut.flush().empty());
+    CHECK(cut.push(t.encode("a")[0]) == "a");
   }
 
   TEST_CASE("bytes that can never be valid UTF-8 are passed on at once") {
@@ -461,6 +470,20 @@ TEST_SUITE("tokenizer / decoding") {
     CHECK(unicode::complete_prefix_length("ab\xED\xA0") == 4);      // would be a surrogate
     CHECK(unicode::complete_prefix_length("ab\xF4\x90") == 4);      // would be > U+10FFFF
     CHECK(unicode::complete_prefix_length("") == 0);
+  }
+
+  TEST_CASE("the longest special token matches first, and a repeated merge keeps its first rank") {
+    ToyVocab v;
+    v.tokens.push_back("<|user|>a");  // id 12: a special token that starts with another one
+    v.types.push_back(4);
+    const Tokenizer t = v.load();
+    CHECK(t.encode("<|user|>ab") == std::vector<Token>{12, 2});
+    CHECK(t.encode("<|user|>b") == std::vector<Token>{11, 2});
+    // "b c" is listed again last: it keeps rank 0 (as llama.cpp's first-wins map does), so
+    // "abc" merges b c, then a bc, not a b first.
+    ToyVocab dup;
+    dup.merges.push_back("b c");
+    CHECK(dup.load().encode("abc") == std::vector<Token>{10});
   }
 
   TEST_CASE("special tokens are hidden from decoded text unless asked for") {
@@ -518,6 +541,15 @@ TEST_SUITE("tokenizer / chat template") {
     const ChatTemplate tmpl = ChatTemplate::from_source(*t.chat_template_source());
     CHECK(tmpl.default_system_prompt() ==
           std::optional<std::string>(std::string(kSmolLM2DefaultSystemPrompt)));
+    // The string literal's escapes: \n and \t are a newline and a tab, \" a quote.
+    std::string source = *t.chat_template_source();
+    const std::string name = "named SmolLM";
+    const std::size_t at = source.find(name);
+    REQUIRE(at != std::string::npos);
+    source.replace(at, name.size(), R"(named\tSmolLM\nby \"HF\")");
+    const auto escaped = ChatTemplate::from_source(source).default_system_prompt();
+    REQUIRE(escaped.has_value());
+    CHECK(escaped->find("named\tSmolLM\nby \"HF\"") != std::string::npos);
   }
 
   TEST_CASE("rendered conversations equal the Jinja reference as text and as ids") {
