@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench_report.h"
+#include "progress.h"
 
 using speclab::CoreRoundTrip;
 using speclab::probe_scope_text;
@@ -21,6 +22,15 @@ using speclab::cli::CaseResult;
 using speclab::cli::median_ratio;
 using speclab::cli::round_trip_line;
 using speclab::cli::write_csv;
+
+TEST_CASE("the progress bar's ETA is the time left, not the whole run's") {
+  using speclab::cli::ProgressBar;
+  CHECK(ProgressBar::seconds_left(10.0, 0.25) == doctest::Approx(30.0));
+  CHECK(ProgressBar::seconds_left(10.0, 1.0) == doctest::Approx(0.0));
+  CHECK(ProgressBar::format_seconds(30.0) == "30s");
+  CHECK(ProgressBar::format_seconds(125.0) == "2m05s");
+  CHECK(ProgressBar::format_seconds(3725.0) == "1h02m");
+}
 
 TEST_CASE("median_ratio: the median of the per-repeat ratios, not a ratio of sums") {
   // Repeat 3's speculative run hit a slow spell: sums would give 30 / 60 = 0.5.

@@ -116,6 +116,13 @@ class BadInput(unittest.TestCase):
             for cmd in ("generate", "chat", "bench"):
                 self.assert_refused([cmd, "--model", "toy", "--k", k], "--k",
                                     "must be between 1 and 64 (drafts per round)")
+        # The bounds themselves are allowed.
+        for k in ("1", "64"):
+            for args in (["generate", "--max-new-tokens", "4"],
+                         ["bench", "--workload", "toy-periodic", "--prompts", "1", "--repeats",
+                          "1", "--max-new-tokens", "4", "--csv", "", "--json", ""]):
+                rc, _, err = speclab(*args, "--model", "toy", "--k", k)
+                self.assertEqual(rc, 0, f"--k {k}: {err}")
 
     def test_a_negative_noise_other_than_minus_one(self):
         # -1 means "the regime's default"; -0.5 was silently taken as that default.
@@ -657,6 +664,10 @@ class BadInput(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("LAB_IMPL='solutions' is not valid; valid values: solution", err)
         self.assertIn("starter", err)
+        # Set but empty (`LAB_IMPL= speclab ...`) is the default, as for ctest: the solutions.
+        rc, out, err = speclab("--help", env={"LAB_IMPL": ""})
+        self.assertEqual(rc, 0, err)
+        self.assertIn("LAB_IMPL=solution", out)
 
 
 class Help(unittest.TestCase):
@@ -811,6 +822,22 @@ class Chat(unittest.TestCase):
         self.assertIn("[turn 2] 30 tokens", err)
         self.assertIn("chat: 2 turns", err)
 
+    def test_the_closing_summary_adds_up_the_turns(self):
+        # Turn 1 on its own, turns 2..N together: tokens / target runs and accepted / drafted.
+        rc, _, err = speclab("chat", "--model", "toy", "--max-new-tokens", "24",
+                             stdin=b"1 2 3 4 5 6 7 8\n1 2 3 4 5 6 7 8\n1 2 3 4\n")
+        self.assertEqual(rc, 0, err)
+        turns = [tuple(int(x) for x in m) for m in re.findall(
+            r"\[turn \d+\] (\d+) tokens, (\d+) target runs, .*? \((\d+)/(\d+)\)", err)]
+        self.assertEqual(len(turns), 3, err)
+        later = [sum(t[i] for t in turns[1:]) for i in range(4)]
+        self.assertGreater(later[3], 0, "the later turns drafted nothing: the check could not fail")
+        first = turns[0]
+        first_acc = f"{100 * first[2] / first[3]:.1f}%" if first[3] else "0.0%"
+        self.assertIn(f"chat: 3 turns. tokens/run: turn 1 {first[0] / first[1]:.2f}, turns 2..3 "
+                      f"{later[0] / later[1]:.2f}; acceptance: turn 1 {first_acc}, later "
+                      f"{100 * later[2] / later[3]:.1f}%", err)
+
     def test_a_flag_that_has_no_effect_is_named_in_a_warning(self):
         # On the toy target --system applies: its token ids open the conversation.
         rc, out, err = speclab("chat", "--model", "toy", "--regime", "markov", "--max-new-tokens",
@@ -925,6 +952,16 @@ class Bench(unittest.TestCase):
                     for ratio, cost in zip(ratios, costs):
                         self.assertAlmostEqual(ratio * cost, c["tokens_per_run"], places=9)
                 self.assertEqual(len(c["acceptance_by_position"]) <= c["k"], True)
+                # tokens/s: a repeat's tokens (emitted / repeats) over its time, the median of the
+                # two repeats' rates.
+                for rate, seconds in (("plain_tokens_per_s", "plain_seconds"),
+                                      ("spec_tokens_per_s", "spec_seconds")):
+                    expect = sum(c["emitted"] / 2 / s for s in c[seconds]) / 2
+                    self.assertAlmostEqual(c[rate] / expect, 1.0, places=9)
+            # Prompt lookup on periodic text drafts at every position: one rate per position, in
+            # the JSON as in the CSV.
+            pl = by[("toy-periodic", "prompt-lookup", 4)]
+            self.assertEqual(len(pl["acceptance_by_position"]), 4)
             # Each case is timed against its own plain runs (back to back with its speculative
             # ones), not against one plain run shared by every case of the workload.
             for w in ("toy-periodic", "toy-markov", "toy-random"):
@@ -936,6 +973,13 @@ class Bench(unittest.TestCase):
                 self.assertEqual(len(per_conv), 3, c["drafter"])
                 self.assertLessEqual(min(per_conv), c["tokens_per_run"] + 1e-9)
                 self.assertGreaterEqual(max(per_conv), c["tokens_per_run"] - 1e-9)
+            # The table's AL range is the lowest and the highest of them.
+            markov = by[("toy-markov", "prompt-lookup", 4)]["tokens_per_run_by_conversation"]
+            self.assertNotEqual(min(markov), max(markov))  # or the check below could not fail
+            row = [line for line in out.splitlines()
+                   if line.split()[:4] == ["toy-markov", "prompt-lookup", "4", "2"]]
+            self.assertEqual(len(row), 1, out)
+            self.assertIn(f" {min(markov):.2f}-{max(markov):.2f} ", row[0])
             self.assertIn("AL range", out)
             header = rows[0].split(",")
             self.assertIn("tokens_per_run_by_conversation", header)
@@ -1011,6 +1055,22 @@ class Bench(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("MISMATCH: toy-periodic/len8", err)
         self.assertIn("FAILED", err)
+        # One conversation, one repeat: a single differing run is marked in the table, the CSV
+        # and the JSON, and the message names the turn from 1.
+        with tempfile.TemporaryDirectory() as tmp:
+            csv, js = Path(tmp) / "r.csv", Path(tmp) / "r.json"
+            rc, out, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic",
+                                   "--drafter", "prompt-lookup", "--repeats", "1",
+                                   "--max-new-tokens", "32", "--prompts", "1", "--csv", str(csv),
+                                   "--json", str(js), "--corrupt-verify-for-testing")
+            self.assertEqual(rc, 1)
+            self.assertIn("turn 1, output token", err)
+            self.assertIn("OUTPUT DIFFERS FROM PLAIN DECODING", out)
+            case = json.loads(js.read_text())["cases"][0]
+            self.assertFalse(case["identical"])
+            rows = csv.read_text().splitlines()
+            col = rows[0].split(",").index("identical")
+            self.assertEqual(rows[1].split(",")[col], "false")
 
     def test_an_option_that_no_compared_drafter_reads_is_named_in_a_warning(self):
         base = ["bench", "--model", "toy", "--workload", "toy-periodic", "--prompts", "1",
@@ -1207,6 +1267,14 @@ class RealModel(unittest.TestCase):
             rc, out, err = speclab(*args, "--drafter", drafter)
             self.assertEqual(rc, 0, err)
             self.assertEqual(out, base, drafter)
+
+    def test_the_stats_line_says_the_reply_ended_at_the_end_of_its_turn(self):
+        rc, _, err = speclab("generate", "--model", "smollm2", "--threads", "2",
+                             "--max-new-tokens", "64", "--prompt", "Say OK.")
+        self.assertEqual(rc, 0, err)
+        stats = [line for line in err.splitlines() if line.startswith("stats: ")]
+        self.assertEqual(len(stats), 1, err)
+        self.assertTrue(stats[0].endswith(" tokens/s (stopped at end of turn)"), stats[0])
 
     def test_a_model_with_a_nan_weight_is_refused_naming_the_tensor(self):
         # The real file with one NaN in a norm weight: without the check it loads and greedy

@@ -45,6 +45,8 @@ def test_every_record_keeps_the_round_contract(tmp_path, regime, k):
         assert r["last"] == expected_last
         assert r["draft_s"] >= 0 and r["verify_s"] >= 0
         position += len(r["emitted"])
+    # Two timings, not one written twice.
+    assert any(r["draft_s"] != r["verify_s"] for r in rounds)
     assert position - PROMPT_LEN == 200, "the records must account for every emitted token"
 
 

@@ -25,7 +25,7 @@ class ProgressBar {
     std::string bar(static_cast<size_t>(filled), '#');
     bar.resize(width, '.');
     std::string eta = "--";
-    if (done_ > 0 && fraction < 1.0) eta = format_seconds(elapsed / fraction - elapsed);
+    if (done_ > 0 && fraction < 1.0) eta = format_seconds(seconds_left(elapsed, fraction));
     std::fprintf(stderr, "\r\x1b[K[%s] %3d%% %ld/%ld runs, ETA %s  %s", bar.c_str(),
                  static_cast<int>(100.0 * fraction), done_, total_, eta.c_str(), what.c_str());
     std::fflush(stderr);
@@ -38,6 +38,12 @@ class ProgressBar {
     std::fprintf(stderr, "\r\x1b[K");
     std::fflush(stderr);
     drawn_ = false;
+  }
+
+  // The time still to go when `fraction` (in (0, 1]) of the work took `elapsed` seconds, at the
+  // same pace: the whole run's estimate less what has passed.
+  static double seconds_left(double elapsed, double fraction) {
+    return elapsed / fraction - elapsed;
   }
 
   static std::string format_seconds(double s) {
