@@ -1268,6 +1268,16 @@ class RealModel(unittest.TestCase):
             self.assertEqual(rc, 0, err)
             self.assertEqual(out, base, drafter)
 
+    def test_a_blank_prompt_is_refused_before_the_chat_template_wraps_it(self):
+        # Wrapped in the template, spaces encode to tokens: only the check on the text refuses
+        # them (on the toy target the encoder finds no tokens either way).
+        for blank in ("", "   ", " \n\t"):
+            rc, out, err = speclab("generate", "--model", "smollm2", "--threads", "2",
+                                   "--max-new-tokens", "4", "--prompt", blank)
+            self.assertEqual(rc, 2, err)
+            self.assertIn("the prompt is empty: give some text to continue", err)
+            self.assertEqual(out, "")
+
     def test_the_stats_line_says_the_reply_ended_at_the_end_of_its_turn(self):
         rc, _, err = speclab("generate", "--model", "smollm2", "--threads", "2",
                              "--max-new-tokens", "64", "--prompt", "Say OK.")
