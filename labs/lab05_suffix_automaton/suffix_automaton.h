@@ -303,21 +303,38 @@ inline void sync_automaton(SuffixAutomaton& sa, std::span<const Token> context) 
 }
 
 // The suffix automaton on its own: proposes what followed the longest earlier match of the
-// context's suffix, when that match has at least `min_match` tokens.
+// context's suffix, when that match has at least `min_match` tokens. With `draft_ratio` > 0 the
+// draft is also cut to draft_ratio x the match's length: a short match is weak evidence, a long
+// one strong (on SmolLM2's code_edit replies, a 2-token match's next token was right 57% of the
+// time, a 12-token one's 97%), so the draft tokens a verify pass pays for (lab 06) go where they
+// are likely to be accepted. 0, the default, does not cut. Throws std::invalid_argument when
+// min_match < 1 or draft_ratio < 0.
 class SuffixAutomatonDrafter final : public Drafter {
  public:
-  explicit SuffixAutomatonDrafter(int min_match = 1) : min_match_(min_match) {
+  explicit SuffixAutomatonDrafter(int min_match = 1, int draft_ratio = 0)
+      : min_match_(min_match), draft_ratio_(draft_ratio) {
     if (min_match < 1) {
       throw std::invalid_argument("SuffixAutomatonDrafter: min_match must be >= 1");
     }
+    if (draft_ratio < 0) {
+      throw std::invalid_argument("SuffixAutomatonDrafter: draft_ratio must be >= 0");
+    }
   }
-  std::string name() const override { return "sa(min_match=" + std::to_string(min_match_) + ")"; }
+  std::string name() const override {
+    return "sa(min_match=" + std::to_string(min_match_) +
+           (draft_ratio_ > 0 ? ", draft_ratio=" + std::to_string(draft_ratio_) : "") + ")";
+  }
   void begin(std::span<const Token> prompt) override {
     sa_.clear();
     sync_automaton(sa_, prompt);
   }
   std::vector<Token> propose(std::span<const Token> context, int k) override {
     sync_automaton(sa_, context);
+    if (draft_ratio_ > 0) {
+      // In 64 bits: a long match times a large ratio must not overflow.
+      const std::int64_t cap = static_cast<std::int64_t>(draft_ratio_) * sa_.longest_match().length;
+      k = static_cast<int>(std::min<std::int64_t>(k, cap));
+    }
     return sa_.propose(k, min_match_);
   }
   void observe(std::span<const Token> context, const RoundRecord& /*round*/) override {
@@ -327,6 +344,7 @@ class SuffixAutomatonDrafter final : public Drafter {
 
  private:
   int min_match_;
+  int draft_ratio_;
   SuffixAutomaton sa_;
 };
 

@@ -402,6 +402,9 @@ class BadInput(unittest.TestCase):
                 (["bench", "--temperature", "-1"], "--temperature: must be between 0 and 100"),
                 (["bench", "--repeats", "0"], "--repeats: must be between 1 and 1000"),
                 (["generate", "--n", "0"], "--n: must be between"),
+                (["generate", "--sa-draft-ratio", "-1"],
+                 "--sa-draft-ratio: must be between 0 and 64"),
+                (["bench", "--sa-draft-ratio", "65"], "--sa-draft-ratio: must be between 0 and 64"),
                 (["demo", "--model", "bogus"], "--model"),
                 (["generate", "--bogus"], "--bogus"),
                 ([], "A subcommand is required")]:
@@ -760,7 +763,8 @@ class Generate(unittest.TestCase):
                       "--sa-threshold", "3"],
                      ["--drafter", "auto", "--auto-inner", "nasd", "--filler-top-k", "2", "--n",
                       "2"],
-                     ["--drafter", "pool", "--pool-private", "--pool-newest", "--pool-keep-one"]):
+                     ["--drafter", "pool", "--pool-private", "--pool-newest", "--pool-keep-one"],
+                     ["--drafter", "sa", "--sa-min-match", "3", "--sa-draft-ratio", "2"]):
             _, err = run(*args)
             self.assertEqual(warnings_in(err), [], args)
         # One drafter's options with another drafter: named, and the output is unchanged.
@@ -772,10 +776,12 @@ class Generate(unittest.TestCase):
             "and this run uses ngram"])
         _, err = run("--drafter", "prompt-lookup", "--min-context", "2", "--pad",
                      "--filler-top-k", "2", "--pool-private", "--pool-newest", "--pool-keep-one",
-                     "--sa-min-match", "3", "--sa-threshold", "3", "--auto-inner", "ngram")
+                     "--sa-min-match", "3", "--sa-draft-ratio", "2", "--sa-threshold", "3",
+                     "--auto-inner", "ngram")
         self.assertEqual(warned_flags(err), [
             "--min-context", "--pad", "--filler-top-k", "--pool-private", "--pool-newest",
-            "--pool-keep-one", "--sa-min-match", "--sa-threshold", "--auto-inner"])
+            "--pool-keep-one", "--sa-min-match", "--sa-draft-ratio", "--sa-threshold",
+            "--auto-inner"])
         self.assertIn("--min-context has no effect: it is an option of --drafter ngram, nasd, "
                       "sa+ngram, and this run uses prompt-lookup", err)
         _, err = run("--drafter", "auto", "--auto-inner", "sa", "--n", "4")

@@ -51,6 +51,19 @@ TEST_SUITE("cli / factory") {
     }
   }
 
+  TEST_CASE("sa's options reach the automaton drafter") {
+    DrafterOptions o{.drafter = "sa"};
+    CHECK(make_drafter(o, 5)->name() == "sa(min_match=2)");
+    o.sa_min_match = 3;
+    o.sa_draft_ratio = 2;
+    const auto d = make_drafter(o, 8);
+    CHECK(d->name() == "sa(min_match=3, draft_ratio=2)");
+    // "1 2 3" (a match of 3) first ends at index 2: six tokens at ratio 2, of the eight asked.
+    const std::vector<Token> context{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2, 3};
+    d->begin(context);
+    CHECK(d->propose(context, 8) == std::vector<Token>{4, 5, 6, 7, 8, 9});
+  }
+
   TEST_CASE("k outside 1..64 is refused") {
     CHECK_THROWS_WITH_AS(make_drafter(DrafterOptions{}, 0), doctest::Contains("between 1 and 64"),
                          UsageError);

@@ -88,6 +88,32 @@ TEST_SUITE("lab05 / Proposing from the match") {
     CHECK(drafter.propose(V{4, 4, 4}, 3) == V{4});
   }
 
+  TEST_CASE("with a draft ratio the drafter proposes at most ratio x match length tokens") {
+    // "1 2" first ends at index 1; nine tokens follow it there.
+    const V two{1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2};
+    const V three{1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3};  // "1 2 3": a match of 3
+    SuffixAutomatonDrafter plain(2);
+    plain.begin(two);
+    CHECK(plain.propose(two, 8) == V{3, 4, 5, 6, 7, 8, 9, 1});
+    SuffixAutomatonDrafter one(2, 1), twice(2, 2);
+    one.begin(two);
+    twice.begin(two);
+    INFO("a 2-token match: at most 2 (ratio 1) or 4 (ratio 2) tokens");
+    CHECK(one.propose(two, 8) == V{3, 4});
+    CHECK(twice.propose(two, 8) == V{3, 4, 5, 6});
+    CHECK(twice.propose(two, 3) == V{3, 4, 5});  // k still caps it
+    INFO("a 3-token match: at most 6 with ratio 2");
+    CHECK(twice.propose(three, 8) == V{4, 5, 6, 7, 8, 9});
+    INFO("min_match still comes first");
+    SuffixAutomatonDrafter strict(3, 2);
+    strict.begin(two);
+    CHECK(strict.propose(two, 8) == V{});
+    CHECK(strict.propose(three, 8) == V{4, 5, 6, 7, 8, 9});
+    CHECK(plain.name() == "sa(min_match=2)");
+    CHECK(twice.name() == "sa(min_match=2, draft_ratio=2)");
+    CHECK_THROWS_AS(SuffixAutomatonDrafter(2, -1), std::invalid_argument);
+  }
+
   TEST_CASE("k = 0 proposes nothing and a bad k or min_match throws") {
     const SuffixAutomaton sa = build(V{1, 2, 1, 2});
     CHECK(sa.propose(0, 1) == V{});

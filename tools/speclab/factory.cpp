@@ -345,7 +345,7 @@ const std::vector<DrafterInfo>& drafter_catalog() {
        "suffix automaton: the longest earlier match, however long",
        "lab05",
        true,
-       {"--sa-min-match"}},
+       {"--sa-min-match", "--sa-draft-ratio"}},
       {"sa+ngram",
        "n-gram drafter, overridden by the suffix automaton on long matches",
        "lab05",
@@ -453,6 +453,13 @@ void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string
       ->check(int_in(1, 1 << 20, "match length"))
       ->capture_default_str()
       ->group(g);
+  cmd.add_option("--sa-draft-ratio", o.sa_draft_ratio,
+                 owned("--sa-draft-ratio",
+                       "draft at most this many tokens per token of the match (a short match is "
+                       "weak evidence, a long one strong); 0 = up to --k whatever the match"))
+      ->check(int_in(0, 64, "drafts per matched token"))
+      ->capture_default_str()
+      ->group(g);
   cmd.add_option("--sa-threshold", o.sa_threshold,
                  owned("--sa-threshold",
                        "the shortest suffix-automaton match trusted over the n-gram drafter"))
@@ -527,7 +534,9 @@ std::unique_ptr<Drafter> make_lab_drafter(const DrafterOptions& o, int k) {
     c.is_public_pool = !o.pool_private;
     return std::make_unique<NGramPoolDrafter>(c);
   }
-  if (o.drafter == "sa") return std::make_unique<SuffixAutomatonDrafter>(o.sa_min_match);
+  if (o.drafter == "sa") {
+    return std::make_unique<SuffixAutomatonDrafter>(o.sa_min_match, o.sa_draft_ratio);
+  }
   if (o.drafter == "sa+ngram") {
     DrafterOptions inner = o;
     inner.drafter = "ngram";

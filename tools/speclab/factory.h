@@ -106,9 +106,10 @@ struct DrafterOptions {
   bool pool_private = false;   // pool: one pool per request instead of the public pool
   bool pool_newest = false;    // pool: propose the newest value instead of the oldest
   bool pool_keep_one = false;  // pool: keep only the longest value per key
-  int sa_min_match = 2;  // sa: the shortest match it proposes from (one token is weak evidence)
-  int sa_threshold = 4;  // sa+ngram: shortest suffix-automaton match trusted over the n-gram
-                         // drafter (TensorRT-LLM's default)
+  int sa_min_match = 2;    // sa: the shortest match it proposes from (one token is weak evidence)
+  int sa_draft_ratio = 0;  // sa: drafts at most this many tokens per matched token; 0: no cut
+  int sa_threshold = 4;    // sa+ngram: shortest suffix-automaton match trusted over the n-gram
+                           // drafter (TensorRT-LLM's default)
   std::string auto_inner = "prompt-lookup";  // auto: the drafter the policy steers
   // Set by the subcommand from the model's codec, not by a flag: the tokens that end a reply.
   // mine (lab 07) never drafts past one of them; empty: none (the toy target).
