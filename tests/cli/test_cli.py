@@ -134,7 +134,8 @@ class BadInput(unittest.TestCase):
         # Each case would run twice, doubling the time and the table's rows for nothing.
         for flag, value, named in (("--drafter", "sa,ngram,sa", "sa"), ("--k", "5,6,5", "5"),
                                    ("--n", "2,2", "2"), ("--workload", "toy-periodic,toy-periodic",
-                                                         "toy-periodic")):
+                                                         "toy-periodic"),
+                                   ("--sa-draft-ratio", "2,2", "2")):
             self.assert_refused(["bench", "--model", "toy", "--repeats", "1", "--csv", "",
                                  "--json", "", flag, value],
                                 f"{flag} names {named} twice")
@@ -1100,6 +1101,43 @@ class Bench(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(warned_flags(err), ["--regime"])
         self.assertIn("--workload", err)
+
+    def test_bench_sweeps_the_automaton_draft_ratio_side_by_side(self):
+        """--sa-draft-ratio is a list in bench, like --k and --n: one case per value for the
+        drafters that read it (sa, and auto steering sa), so ratios are timed side by side."""
+        import csv
+        with tempfile.TemporaryDirectory() as tmp:
+            csv_path, js = Path(tmp) / "r.csv", Path(tmp) / "r.json"
+            rc, out, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic",
+                                   "--prompts", "2", "--repeats", "1", "--max-new-tokens", "48",
+                                   "--drafter", "sa,prompt-lookup", "--k", "8",
+                                   "--sa-draft-ratio", "0,1", "--csv", str(csv_path), "--json",
+                                   str(js))
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(warnings_in(err), [])
+            cases = json.loads(js.read_text())["cases"]
+            self.assertEqual([(c["drafter"], c["drafter_name"], c["sa_draft_ratio"])
+                              for c in cases],
+                             [("sa", "sa(min_match=2)", 0),
+                              ("sa", "sa(min_match=2, draft_ratio=1)", 1),
+                              ("prompt-lookup", "prompt-lookup(n=3)", None)])
+            rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
+            self.assertEqual([r["sa_draft_ratio"] for r in rows], ["0", "1", ""])
+            # The table tells the two sa rows apart.
+            labels = [line.split()[1:3] for line in out.splitlines()
+                      if line.startswith("toy-periodic")]
+            self.assertEqual(labels, [["sa", "8"], ["sa", "r=1"], ["prompt-lookup", "8"]], out)
+            # A ratio of 1 never drafts more per round than the match is long, so it drafts
+            # less than the uncut automaton on the same text.
+            self.assertLess(cases[1]["drafted"], cases[0]["drafted"])
+        # A drafter that does not read it: warned about, and no extra cases.
+        rc, out, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic",
+                               "--prompts", "1", "--repeats", "1", "--max-new-tokens", "8",
+                               "--drafter", "prompt-lookup", "--sa-draft-ratio", "0,2", "--csv",
+                               "", "--json", "")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(warned_flags(err), ["--sa-draft-ratio"])
+        self.assertEqual(len([l for l in out.splitlines() if l.startswith("toy-periodic")]), 1)
 
     def test_progress_bar_with_an_eta_on_a_terminal(self):
         rc, out = speclab_on_tty("bench", "--model", "toy", "--workload", "toy-markov",

@@ -35,10 +35,12 @@ namespace {
 
 struct BenchOptions {
   TargetOptions target;
-  DrafterOptions drafter;  // the per-drafter options; --drafter / --k / --n are lists here
+  DrafterOptions drafter;  // the per-drafter options; --drafter / --k / --n /
+                           // --sa-draft-ratio are lists here
   std::vector<std::string> drafters;
   std::vector<int> ks = {5};
   std::vector<int> ns = {3};
+  std::vector<int> ratios = {0};  // --sa-draft-ratio
   std::vector<std::string> workloads;
   int prompts = 0;  // conversations per workload; 0 = all
   int repeats = 3;
@@ -75,17 +77,20 @@ std::vector<BenchCase> make_cases(const BenchOptions& o) {
       throw UsageError("--drafter none: plain decoding is the baseline of every case already");
     }
     if (!info.available) (void)make_drafter(DrafterOptions{.drafter = name}, 1);  // says why
-    const bool uses_n =
-        name == "auto" ? drafter_info(o.drafter.auto_inner).uses_n() : info.uses_n();
+    const DrafterInfo& reader = name == "auto" ? drafter_info(o.drafter.auto_inner) : info;
     for (int k : o.ks) {
-      for (int n : uses_n ? o.ns : std::vector<int>{0}) {
-        BenchCase c;
-        c.drafter = o.drafter;
-        c.drafter.drafter = name;
-        if (n > 0) c.drafter.n = n;
-        c.k = k;
-        c.n = n;
-        cases.push_back(c);
+      for (int n : reader.uses_n() ? o.ns : std::vector<int>{0}) {
+        for (int ratio : reader.reads("--sa-draft-ratio") ? o.ratios : std::vector<int>{-1}) {
+          BenchCase c;
+          c.drafter = o.drafter;
+          c.drafter.drafter = name;
+          if (n > 0) c.drafter.n = n;
+          if (ratio >= 0) c.drafter.sa_draft_ratio = ratio;
+          c.k = k;
+          c.n = n;
+          c.sa_draft_ratio = ratio;
+          cases.push_back(c);
+        }
       }
     }
   }
@@ -140,6 +145,7 @@ int run_bench(const BenchOptions& o) {
   require_distinct(o.drafters, "--drafter");
   require_distinct(o.ks, "--k");
   require_distinct(o.ns, "--n");
+  require_distinct(o.ratios, "--sa-draft-ratio");
   require_distinct(o.workloads, "--workload");
   require_distinct(o.batches, "--batch");
   const std::vector<BenchCase> cases = make_cases(o);
@@ -305,6 +311,7 @@ int run_bench(const BenchOptions& o) {
       r.drafter_name = make_drafter(cs.drafter, cs.k)->name();
       r.k = cs.k;
       r.n = cs.n;
+      r.sa_draft_ratio = cs.sa_draft_ratio;
       r.base_seconds.assign(static_cast<size_t>(o.repeats), 0.0);
       r.spec_seconds.assign(static_cast<size_t>(o.repeats), 0.0);
       r.base_decode_seconds.assign(static_cast<size_t>(o.repeats), 0.0);
@@ -431,7 +438,7 @@ void add_bench(CLI::App& app) {
       "with the cross-core round trip probed between conversations (where the host put the CPUs: "
       "one die or two; not probed with --device cuda)");
   add_target_flags(*cmd, o->target);
-  add_drafter_flags(*cmd, o->drafter, &o->drafters, &o->ns);
+  add_drafter_flags(*cmd, o->drafter, &o->drafters, &o->ns, &o->ratios);
   add_list_flag(*cmd, "--k", o->ks, "Drafts per round, comma-separated values to sweep",
                 int_in(1, 64, "drafts per round"));
   add_list_flag(*cmd, "--workload", o->workloads,

@@ -26,6 +26,7 @@ namespace {
 struct BatchCaseResult {
   std::string workload, drafter, drafter_name;
   int k = 0, n = 0, batch = 0;
+  int sa_draft_ratio = -1;                           // -1: the drafter does not read it
   std::vector<double> base_seconds, spec_seconds;    // per repeat: the whole batch
   std::vector<double> base_decode, spec_decode;      // per repeat, prefill excluded
   std::vector<std::int64_t> base_steps, spec_steps;  // per repeat: batched decode steps
@@ -97,6 +98,7 @@ BatchRun run_cases(const BatchBenchSettings& s, const std::vector<BenchCase>& ca
         r.drafter_name = make_drafter(cs.drafter, cs.k)->name();
         r.k = cs.k;
         r.n = cs.n;
+        r.sa_draft_ratio = cs.sa_draft_ratio;
         r.batch = b;
         results.push_back(r);
       }
@@ -199,7 +201,7 @@ void print_table(const BatchBenchSettings& s, const Model& model, const BatchRun
               "us/tok", "", "", "", "", "cost");
   for (const BatchCaseResult& r : run.results) {
     std::printf("%-12s %-14s %3d %3s %5d %6.2f %7.1f %8.1f %8.1f %7.2fx %6.2fx %5.2f%s\n",
-                r.workload.c_str(), r.drafter.c_str(), r.k,
+                r.workload.c_str(), case_label(r.drafter, r.sa_draft_ratio).c_str(), r.k,
                 r.n > 0 ? std::to_string(r.n).c_str() : "-", r.batch, r.al(),
                 r.draft_us_per_token(), r.base_tokens_per_second(), r.spec_tokens_per_second(),
                 r.speedup(), r.decode_speedup(), r.step_cost(),
@@ -220,13 +222,14 @@ void write_csv(const std::string& path, const BatchBenchSettings& s, const Model
                const BatchRun& run) {
   std::ofstream out = open_output_file(path, "--csv");
   out << "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
-         "batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
+         "sa_draft_ratio,batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
          "spec_seconds_median,speedup_median,decode_speedup,mismatches,run_cost,"
          "draft_us_per_token,core_round_trip_ns_min,core_round_trip_ns_max\n";
   char numbers[512];
   for (const BatchCaseResult& r : run.results) {
     std::snprintf(numbers, sizeof numbers,
-                  "%d,%d,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,%.4f,%.4f,%d,%.4f,%.4f,%s", r.k, r.n,
+                  "%d,%d,%s,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,%.4f,%.4f,%d,%.4f,%.4f,%s", r.k,
+                  r.n, r.sa_draft_ratio >= 0 ? std::to_string(r.sa_draft_ratio).c_str() : "",
                   r.batch, r.al(), static_cast<long long>(r.drafted),
                   static_cast<long long>(r.accepted), static_cast<long long>(r.emitted),
                   static_cast<long long>(r.runs), median(r.base_seconds), median(r.spec_seconds),
@@ -260,6 +263,8 @@ void write_json(const std::string& path, const BatchBenchSettings& s, const Mode
         {"drafter_name", r.drafter_name},
         {"k", r.k},
         {"n", r.n > 0 ? nlohmann::ordered_json(r.n) : nlohmann::ordered_json(nullptr)},
+        {"sa_draft_ratio", r.sa_draft_ratio >= 0 ? nlohmann::ordered_json(r.sa_draft_ratio)
+                                                 : nlohmann::ordered_json(nullptr)},
         {"batch", r.batch},
         {"tokens_per_run", r.al()},
         {"drafted", r.drafted},

@@ -18,7 +18,8 @@ namespace speclab::cli {
 struct BenchCase {
   DrafterOptions drafter;
   int k = 0;
-  int n = 0;  // 0: the drafter has no n
+  int n = 0;                // 0: the drafter has no n
+  int sa_draft_ratio = -1;  // -1: the drafter does not read --sa-draft-ratio
 };
 
 struct BatchBenchSettings {

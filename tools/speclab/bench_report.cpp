@@ -128,6 +128,10 @@ std::string round_trip_csv(const RoundTripRange& r) {
   return std::to_string(r.min_ns) + "," + std::to_string(r.max_ns);
 }
 
+std::string case_label(const std::string& drafter, int sa_draft_ratio) {
+  return sa_draft_ratio > 0 ? drafter + " r=" + std::to_string(sa_draft_ratio) : drafter;
+}
+
 void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseResult>& cases) {
   bool multi_turn = false;
   for (const CaseResult& c : cases) multi_turn = multi_turn || c.spec_later_turns.target_runs > 0;
@@ -162,10 +166,11 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
         out,
         "%-16s %-14s %3d %3s %6.2f %11s %6s %5.1f%% %8.1f %9.1f %9.1f %7.2fx %6.2fx %5.2f  "
         "%s%s\n",
-        c.workload.c_str(), c.drafter.c_str(), c.k, n_text, c.spec.tokens_per_run(),
-        c.al_range().c_str(), t2, 100.0 * c.spec.acceptance_rate(), c.draft_us_per_token(),
-        c.base_tokens_per_second(), c.spec_tokens_per_second(), c.speedup_median(),
-        c.decode_speedup(), c.run_cost(), acceptance_by_position(c.spec, " ", 2).c_str(),
+        c.workload.c_str(), case_label(c.drafter, c.sa_draft_ratio).c_str(), c.k, n_text,
+        c.spec.tokens_per_run(), c.al_range().c_str(), t2, 100.0 * c.spec.acceptance_rate(),
+        c.draft_us_per_token(), c.base_tokens_per_second(), c.spec_tokens_per_second(),
+        c.speedup_median(), c.decode_speedup(), c.run_cost(),
+        acceptance_by_position(c.spec, " ", 2).c_str(),
         c.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
   }
   std::fprintf(out,
@@ -188,7 +193,7 @@ void write_csv(const std::string& path, const BenchMeta& meta,
                const std::vector<CaseResult>& cases) {
   std::ofstream out = open_output_file(path, "bench output");
   out << "model,lab_impl,clock,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,k,"
-         "n,"
+         "n,sa_draft_ratio,"
          "target_runs,drafted,accepted,emitted,tokens_per_run,acceptance_rate,"
          "tokens_per_run_by_conversation,acceptance_by_position,tokens_per_run_turn2plus,"
          "draft_us_per_token,"
@@ -216,7 +221,8 @@ void write_csv(const std::string& path, const BenchMeta& meta,
         << meta.temperature << ',' << meta.max_new_tokens << ',' << meta.repeats << ','
         << csv_field(c.workload) << ',' << c.drafter << ',' << csv_field(c.drafter_name) << ','
         << c.k << ',' << (c.n > 0 ? std::to_string(c.n) : std::string())  // empty: no n (JSON null)
-        << ',' << c.spec.target_runs << ',' << c.spec.drafted << ',' << c.spec.accepted << ','
+        << ',' << (c.sa_draft_ratio >= 0 ? std::to_string(c.sa_draft_ratio) : std::string()) << ','
+        << c.spec.target_runs << ',' << c.spec.drafted << ',' << c.spec.accepted << ','
         << c.spec.emitted << ',' << c.spec.tokens_per_run() << ',' << c.spec.acceptance_rate()
         << ',' << joined(c.conversation_al()) << ',' << acceptance_by_position(c.spec, ";", 4)
         << ','
@@ -257,6 +263,8 @@ void write_json(const std::string& path, const BenchMeta& meta,
         {"drafter_name", c.drafter_name},
         {"k", c.k},
         {"n", c.n > 0 ? nlohmann::ordered_json(c.n) : nlohmann::ordered_json(nullptr)},
+        {"sa_draft_ratio", c.sa_draft_ratio >= 0 ? nlohmann::ordered_json(c.sa_draft_ratio)
+                                                 : nlohmann::ordered_json(nullptr)},
         {"target_runs", c.spec.target_runs},
         {"drafted", c.spec.drafted},
         {"accepted", c.spec.accepted},

@@ -17,6 +17,7 @@ struct CaseResult {
   std::string drafter_name;  // Drafter::name(), with its parameters
   int k = 0;
   int n = 0;                   // 0 when the drafter has no n
+  int sa_draft_ratio = -1;     // -1 when the drafter does not read --sa-draft-ratio
   SpecStats spec;              // summed over items, turns and repeats
   SpecStats spec_later_turns;  // the same, turns 2.. only (multi-turn workloads)
   SpecStats base;              // plain decoding, summed likewise
@@ -97,6 +98,10 @@ double median_ratio(const std::vector<double>& num, const std::vector<double>& d
 // the shortest vector; 0 for none.
 double run_cost(const std::vector<double>& base_decode, const std::vector<std::int64_t>& base_runs,
                 const std::vector<double>& spec_decode, const std::vector<std::int64_t>& spec_runs);
+
+// The drafter column of bench's tables: the --drafter value, and " r=R" for a ratio R > 0 (the
+// CSV and JSON files have the ratio in a column of its own).
+std::string case_label(const std::string& drafter, int sa_draft_ratio);
 
 // Prints the table to `out`.
 void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseResult>& cases);

@@ -392,7 +392,7 @@ std::vector<std::string> available_drafters() {
 }
 
 void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string>* drafter_list,
-                       std::vector<int>* n_list) {
+                       std::vector<int>* n_list, std::vector<int>* ratio_list) {
   std::string help =
       drafter_list ? "Drafters to compare, comma-separated, or 'all' (the default: "
                      "every drafter in this build). LAB_IMPL=" +
@@ -453,13 +453,21 @@ void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string
       ->check(int_in(1, 1 << 20, "match length"))
       ->capture_default_str()
       ->group(g);
-  cmd.add_option("--sa-draft-ratio", o.sa_draft_ratio,
-                 owned("--sa-draft-ratio",
-                       "draft at most this many tokens per token of the match (a short match is "
-                       "weak evidence, a long one strong); 0 = up to --k whatever the match"))
-      ->check(int_in(0, 64, "drafts per matched token"))
-      ->capture_default_str()
-      ->group(g);
+  const std::string ratio_help = owned(
+      "--sa-draft-ratio",
+      "draft at most this many tokens per token of the match (a short match is weak evidence, a "
+      "long one strong); 0 = up to --k whatever the match");
+  if (ratio_list) {
+    add_list_flag(cmd, "--sa-draft-ratio", *ratio_list,
+                  ratio_help + " (comma-separated values to sweep)",
+                  int_in(0, 64, "drafts per matched token"))
+        ->group(g);
+  } else {
+    cmd.add_option("--sa-draft-ratio", o.sa_draft_ratio, ratio_help)
+        ->check(int_in(0, 64, "drafts per matched token"))
+        ->capture_default_str()
+        ->group(g);
+  }
   cmd.add_option("--sa-threshold", o.sa_threshold,
                  owned("--sa-threshold",
                        "the shortest suffix-automaton match trusted over the n-gram drafter"))

@@ -141,11 +141,12 @@ std::vector<std::string> available_drafters();
 // The drafters whose DrafterInfo::options hold `flag`, comma-separated ("ngram, nasd, sa+ngram").
 std::string drafters_reading(const std::string& flag);
 
-// Adds --drafter, --n and each drafter's own options to `cmd`. With `drafter_list` and
-// `n_list` (bench), --drafter and --n take comma-separated lists into those instead.
+// Adds --drafter, --n and each drafter's own options to `cmd`. With `drafter_list`, `n_list`
+// and `ratio_list` (bench), --drafter, --n and --sa-draft-ratio take comma-separated lists into
+// those instead.
 void add_drafter_flags(CLI::App& cmd, DrafterOptions& options,
                        std::vector<std::string>* drafter_list = nullptr,
-                       std::vector<int>* n_list = nullptr);
+                       std::vector<int>* n_list = nullptr, std::vector<int>* ratio_list = nullptr);
 
 // A new drafter for options.drafter, or nullptr for "none" (plain decoding).
 // `k` is the number of drafts per round (the pool sizes its values with it).
