@@ -1386,6 +1386,9 @@ class RealModel(unittest.TestCase):
             rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
             self.assertEqual([r["batch"] for r in rows], ["1", "2"])
             self.assertEqual({r["mismatches"] for r in rows}, {"0"})
+            # mine reads neither --n nor --sa-draft-ratio: empty, as in the other mode's CSV
+            # (null in the JSON), not 0, which would read as a value.
+            self.assertEqual([(r["n"], r["sa_draft_ratio"]) for r in rows], [("", "")] * 2)
             self.assertEqual(rows[0]["emitted"], rows[1]["emitted"], "the same requests at each size")
             # A batched speculative step's cost in batched plain steps: T(b, k) / T(b, 0). At
             # batch 1 a plain step emits one token and a speculative step one round, so within

@@ -228,13 +228,15 @@ void write_csv(const std::string& path, const BatchBenchSettings& s, const Model
   char numbers[512];
   for (const BatchCaseResult& r : run.results) {
     std::snprintf(numbers, sizeof numbers,
-                  "%d,%d,%s,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,%.4f,%.4f,%d,%.4f,%.4f,%s", r.k,
-                  r.n, r.sa_draft_ratio >= 0 ? std::to_string(r.sa_draft_ratio).c_str() : "",
-                  r.batch, r.al(), static_cast<long long>(r.drafted),
-                  static_cast<long long>(r.accepted), static_cast<long long>(r.emitted),
-                  static_cast<long long>(r.runs), median(r.base_seconds), median(r.spec_seconds),
-                  r.speedup(), r.decode_speedup(), r.mismatches, r.step_cost(),
-                  r.draft_us_per_token(), round_trip_csv(r.round_trip).c_str());
+                  "%d,%s,%s,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,%.4f,%.4f,%d,%.4f,%.4f,%s", r.k,
+                  // Empty for a drafter without an n or a ratio (null in the JSON).
+                  r.n > 0 ? std::to_string(r.n).c_str() : "",
+                  r.sa_draft_ratio >= 0 ? std::to_string(r.sa_draft_ratio).c_str() : "", r.batch,
+                  r.al(), static_cast<long long>(r.drafted), static_cast<long long>(r.accepted),
+                  static_cast<long long>(r.emitted), static_cast<long long>(r.runs),
+                  median(r.base_seconds), median(r.spec_seconds), r.speedup(), r.decode_speedup(),
+                  r.mismatches, r.step_cost(), r.draft_us_per_token(),
+                  round_trip_csv(r.round_trip).c_str());
     // Every text field through csv_field: a workload is named by its file, which may hold a
     // comma, a quote or a line break.
     out << csv_field(model.description) << ',' << lab_impl() << ',' << csv_field(s.clock) << ','
