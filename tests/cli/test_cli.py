@@ -438,6 +438,19 @@ class BadInput(unittest.TestCase):
                                 f"--out '{tmp}' is a directory, not a file")
             self.assertEqual(sorted(os.listdir(tmp)), ["a-file"], "a refused run left files behind")
 
+    def test_tokens_file_is_checked_like_the_other_outputs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base = ["bench", "--model", "toy", "--repeats", "1", "--max-new-tokens", "8",
+                    "--prompts", "1"]
+            self.assert_refused([*base, "--json", "r.out", "--tokens", "./r.out"],
+                                "--json 'r.out' and --tokens './r.out' are the same file", cwd=tmp)
+            self.assert_refused([*base, "--tokens", "-"], "--tokens '-'", cwd=tmp)
+            self.assert_refused([*base, "--tokens", tmp], f"--tokens '{tmp}' is a directory",
+                                cwd=tmp)
+            self.assert_refused(["bench", "--model", "toy", "--batch", "2", "--tokens", "t.jsonl"],
+                                "--tokens", "batched mode", cwd=tmp)
+            self.assertEqual(os.listdir(tmp), [], "a refused run left files behind")
+
     def test_csv_and_json_naming_one_file_are_refused_before_the_run(self):
         # The JSON used to overwrite the CSV, and bench said "wrote X and X". However the two
         # paths are spelled, in the main mode and in batched mode.
@@ -1139,6 +1152,36 @@ class Bench(unittest.TestCase):
         self.assertEqual(warned_flags(err), ["--sa-draft-ratio"])
         self.assertEqual(len([l for l in out.splitlines() if l.startswith("toy-periodic")]), 1)
 
+    def test_tokens_file_holds_each_turns_prompt_and_plain_reply_once(self):
+        """--tokens writes one JSON line per conversation turn, from the first repeat's plain
+        run: what tools/ceiling.py replays. Not one per case or repeat."""
+        with tempfile.TemporaryDirectory() as tmp:
+            js, tokens = Path(tmp) / "r.json", Path(tmp) / "sub" / "t.jsonl"
+            rc, out, err = speclab("bench", "--model", "toy", "--prompts", "2", "--repeats", "2",
+                                   "--max-new-tokens", "24", "--drafter", "prompt-lookup,sa",
+                                   "--k", "2,4", "--csv", "", "--json", str(js),
+                                   "--tokens", str(tokens))
+            self.assertEqual(rc, 0, err)
+            self.assertIn(f"wrote {js} and {tokens}", err)
+            lines = [json.loads(l) for l in tokens.read_text().splitlines()]
+            self.assertEqual([(l["workload"], l["turn"]) for l in lines],
+                             [(w, 1) for w in ("toy-periodic", "toy-markov", "toy-random")
+                              for _ in range(2)])
+            for l in lines:
+                self.assertEqual(list(l), ["workload", "id", "turn", "prompt", "reply"])
+                self.assertTrue(1 <= len(l["reply"]) <= 24, l)
+                self.assertTrue(l["prompt"] and all(isinstance(t, int) for t in l["prompt"]), l)
+            # Greedy decoding is lossless: every case of a workload emits the plain replies, so
+            # each case's tokens per repeat are the sum of the recorded replies' lengths.
+            cases = json.loads(js.read_text())["cases"]
+            self.assertEqual(len(cases), 3 * 2 * 2)
+            for c in cases:
+                replies = [l["reply"] for l in lines if l["workload"] == c["workload"]]
+                self.assertEqual(c["emitted"], 2 * sum(map(len, replies)), c["workload"])
+            # The two conversations of a workload are different prompts, recorded as such.
+            self.assertNotEqual(lines[0]["prompt"], lines[1]["prompt"])
+            self.assertNotEqual(lines[0]["id"], lines[1]["id"])
+
     def test_progress_bar_with_an_eta_on_a_terminal(self):
         rc, out = speclab_on_tty("bench", "--model", "toy", "--workload", "toy-markov",
                                  "--repeats", "1", "--max-new-tokens", "32", "--csv", "",
@@ -1371,6 +1414,23 @@ class RealModel(unittest.TestCase):
                                "--csv", "", "--json", "")
         self.assertEqual(rc, 0, err)
         self.assertIn("code_edit", out)
+
+    def test_bench_tokens_of_a_two_turn_conversation(self):
+        # Turn 2's prompt is the whole conversation so far: turn 1's prompt and reply, what
+        # closes the reply, then the user's second message.
+        with tempfile.TemporaryDirectory() as tmp:
+            tokens = Path(tmp) / "t.jsonl"
+            rc, out, err = speclab("bench", "--model", "smollm2", "--threads", "2", "--workload",
+                                   "two_turn", "--prompts", "1", "--repeats", "1",
+                                   "--max-new-tokens", "8", "--drafter", "prompt-lookup",
+                                   "--csv", "", "--json", "", "--tokens", str(tokens))
+            self.assertEqual(rc, 0, err)
+            one, two = [json.loads(l) for l in tokens.read_text().splitlines()]
+            self.assertEqual((one["workload"], one["turn"], two["turn"]), ("two_turn", 1, 2))
+            self.assertEqual(one["id"], two["id"])
+            head = one["prompt"] + one["reply"]
+            self.assertEqual(two["prompt"][:len(head)], head)
+            self.assertGreater(len(two["prompt"]), len(head))
 
     def test_bench_batch_mode_is_lossless_and_writes_one_row_per_size(self):
         with tempfile.TemporaryDirectory() as tmp:

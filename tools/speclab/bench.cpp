@@ -49,6 +49,7 @@ struct BenchOptions {
   std::uint64_t seed = 0;
   std::string csv = "out/bench.csv";
   std::string json = "out/bench.json";
+  std::string tokens;  // --tokens: each turn's prompt and plain reply, JSON Lines ('' = none)
   bool no_progress = false;
   std::string clock = "wall";   // wall | cpu (this process's CPU time)
   std::vector<int> batches;     // --batch: batch sizes to run (batched mode); empty: off
@@ -56,6 +57,16 @@ struct BenchOptions {
 };
 
 constexpr const char* kToyPrefix = "toy-";
+
+// "a", "a and b", "a, b and c": the files a run wrote, for its last line.
+std::string join_and(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += i + 1 == items.size() ? " and " : ", ";
+    out += items[i];
+  }
+  return out;
+}
 
 // The drafters to compare: --drafter's list, or every one in this build for 'all' (the default).
 std::vector<std::string> compared_drafters(const BenchOptions& o) {
@@ -157,14 +168,21 @@ int run_bench(const BenchOptions& o) {
   }
   // A long run must not end in "cannot write", nor one output overwrite the other: check the
   // output paths before any work (batched mode's too: it writes the same two files).
-  for (const auto& [path, flag] : {std::pair{o.csv, "--csv"}, std::pair{o.json, "--json"}}) {
+  const std::vector<std::pair<std::string, std::string>> outputs = {
+      {o.csv, "--csv"}, {o.json, "--json"}, {o.tokens, "--tokens"}};
+  for (const auto& [path, flag] : outputs) {
     if (path == "-") {  // trace's "standard output", but bench prints its table there
-      throw UsageError(std::string(flag) +
+      throw UsageError(flag +
                        " '-': bench prints its table on standard output; give a file, or '' to "
                        "leave this one out");
     }
   }
-  check_output_files({{o.csv, "--csv"}, {o.json, "--json"}});
+  if (!o.tokens.empty() && !o.batches.empty()) {
+    throw UsageError(
+        "--tokens records the conversations of the main mode; batched mode "
+        "(--batch) decodes first turns in batches and does not write it");
+  }
+  check_output_files(outputs);
   DecodeOptions decode;
   decode.temperature = o.temperature;
   decode.seed = o.seed;
@@ -232,7 +250,7 @@ int run_bench(const BenchOptions& o) {
   if (!toy) {  // the toy's workloads are built in
     for (const Workload& w : workloads) inputs.emplace_back(w.path, "workload");
   }
-  check_outputs_spare_inputs({{o.csv, "--csv"}, {o.json, "--json"}}, inputs);
+  check_outputs_spare_inputs(outputs, inputs);
   if (!toy) shared = load_model(o.target);
   const auto model_for = [&](const std::string& workload) -> Model& {
     return toy ? models.at(workload) : shared;
@@ -329,6 +347,7 @@ int run_bench(const BenchOptions& o) {
                cases.size(), o.repeats);
   ProgressBar progress(total_runs, !o.no_progress && isatty(fileno(stderr)) != 0);
   int mismatches = 0;
+  std::vector<TurnTokens> turn_tokens;  // --tokens
   const bool cpu_clock = o.clock == "cpu";
   // Where the host has the CPUs: probed before each conversation and after the last, and each
   // case of a conversation gets the probes on either side of its runs. Not on a GPU: there the
@@ -346,8 +365,16 @@ int run_bench(const BenchOptions& o) {
           CaseResult& r = results[result_base + ci];
           SpecStats base_all, base_later;
           double base_seconds = 0.0;
-          const auto base_out = run_conversation(model, conv, nullptr, VerifyRule{}, base_dc,
-                                                 base_all, base_later, base_seconds, cpu_clock);
+          // --tokens: each conversation once, from the first repeat's first plain run.
+          const bool record = !o.tokens.empty() && rep == 0 && ci == 0;
+          std::vector<std::vector<Token>> prompts;
+          const auto base_out =
+              run_conversation(model, conv, nullptr, VerifyRule{}, base_dc, base_all, base_later,
+                               base_seconds, cpu_clock, record ? &prompts : nullptr);
+          for (size_t t = 0; record && t < base_out.size(); ++t) {
+            turn_tokens.push_back(
+                {w.name, conv.id, static_cast<int>(t) + 1, prompts[t], base_out[t]});
+          }
           progress.advance(1, w.name + "/" + conv.id + " plain");
           DecodeConfig dc = base_dc;
           dc.k = cs.k;
@@ -410,10 +437,12 @@ int run_bench(const BenchOptions& o) {
   std::fflush(stdout);
   if (!o.csv.empty()) write_csv(o.csv, meta, results);
   if (!o.json.empty()) write_json(o.json, meta, results);
-  if (!o.csv.empty() || !o.json.empty()) {
-    std::fprintf(stderr, "bench: wrote %s%s%s\n", o.csv.c_str(),
-                 !o.csv.empty() && !o.json.empty() ? " and " : "", o.json.c_str());
+  if (!o.tokens.empty()) write_tokens(o.tokens, turn_tokens);
+  std::vector<std::string> written;
+  for (const auto& [path, flag] : outputs) {
+    if (!path.empty()) written.push_back(path);
   }
+  if (!written.empty()) std::fprintf(stderr, "bench: wrote %s\n", join_and(written).c_str());
   if (mismatches > 0) {
     std::fprintf(stderr,
                  "bench: FAILED: %d speculative outputs differed from plain decoding; speculative "
@@ -469,6 +498,12 @@ void add_bench(CLI::App& app) {
          "Write the results as JSON here ('' = do not); its folder is made when it is written. "
          "Checked before the run, as is that it is neither the --csv file nor a file the run reads "
          "(a workload, the model)")
+      ->capture_default_str();
+  cmd->add_option(
+         "--tokens", o->tokens,
+         "Write every conversation turn's prompt and plain reply as token ids here, one JSON line "
+         "per turn, from the first repeat (what tools/ceiling.py replays; '' = do not). Checked "
+         "before the run, as --csv is. Not in batched mode")
       ->capture_default_str();
   cmd->add_flag("--no-progress", o->no_progress,
                 "No progress bar (it is drawn only on a terminal)");

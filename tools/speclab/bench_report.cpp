@@ -309,4 +309,18 @@ void write_json(const std::string& path, const BenchMeta& meta,
   if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
 }
 
+void write_tokens(const std::string& path, const std::vector<TurnTokens>& turns) {
+  std::ofstream out = open_output_file(path, "bench output");
+  for (const TurnTokens& t : turns) {
+    const nlohmann::ordered_json line = {{"workload", t.workload},
+                                         {"id", t.id},
+                                         {"turn", t.turn},
+                                         {"prompt", t.prompt},
+                                         {"reply", t.reply}};
+    out << line.dump() << '\n';
+  }
+  out.close();  // a full disk shows only when the buffer is flushed
+  if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
+}
+
 }  // namespace speclab::cli

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core_probe.h"
+#include "mini_engine/core/token.h"
 #include "mini_engine/spec/stats.h"
 
 namespace speclab::cli {
@@ -111,5 +112,18 @@ void write_csv(const std::string& path, const BenchMeta& meta,
                const std::vector<CaseResult>& cases);
 void write_json(const std::string& path, const BenchMeta& meta,
                 const std::vector<CaseResult>& cases);
+
+// One conversation turn as plain decoding ran it (`bench --tokens`): the prompt its reply was
+// decoded after (the whole conversation so far, chat templates included) and the reply.
+struct TurnTokens {
+  std::string workload;
+  std::string id;  // the conversation's id in its workload
+  int turn = 0;    // 1 for the first user turn
+  std::vector<Token> prompt, reply;
+};
+// Writes `turns` to `path` as JSON Lines, one {"workload", "id", "turn", "prompt", "reply"}
+// object per turn (parent folders are created). Throws std::runtime_error when the file cannot
+// be written.
+void write_tokens(const std::string& path, const std::vector<TurnTokens>& turns);
 
 }  // namespace speclab::cli

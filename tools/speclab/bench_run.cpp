@@ -13,16 +13,19 @@ double ProcessCpuClock::now() const {
 std::vector<std::vector<Token>> run_conversation(Model& model, const Conversation& c,
                                                  Drafter* drafter, const VerifyRule& verify,
                                                  DecodeConfig dc, SpecStats& all, SpecStats& later,
-                                                 double& seconds, bool cpu_clock) {
+                                                 double& seconds, bool cpu_clock,
+                                                 std::vector<std::vector<Token>>* prompts) {
   static const ProcessCpuClock cpu;
   if (cpu_clock) dc.clock = &cpu;
   dc.stop_tokens = model.codec->stop_tokens();
   model.target->truncate(0);  // no prefill left over from the previous run
   std::vector<Token> history = model.codec->system_prompt(c.system);
   std::vector<std::vector<Token>> outputs;
+  if (prompts != nullptr) prompts->clear();
   for (size_t t = 0; t < c.turns.size(); ++t) {
     const std::vector<Token> user = model.codec->user_turn(c.turns[t]);
     history.insert(history.end(), user.begin(), user.end());
+    if (prompts != nullptr) prompts->push_back(history);
     const GenerationResult r = run_decode(*model.target, drafter, verify, history, dc);
     for (SpecStats* s : {&all, t > 0 ? &later : nullptr}) {
       if (s == nullptr) continue;

@@ -23,10 +23,12 @@ class ProcessCpuClock final : public Clock {
 // turn. Adds the stats of every turn to `all` (and of turns 2.. to `later`) and their time to
 // `seconds`. With `cpu_clock` the decoding loops time themselves with ProcessCpuClock, so the
 // time and the whole split in the stats (prefill, draft, verify) are CPU seconds; otherwise wall
-// seconds. `dc.stop_tokens` is replaced by the codec's. Throws what run_decode throws.
-std::vector<std::vector<Token>> run_conversation(Model& model, const Conversation& c,
-                                                 Drafter* drafter, const VerifyRule& verify,
-                                                 DecodeConfig dc, SpecStats& all, SpecStats& later,
-                                                 double& seconds, bool cpu_clock);
+// seconds. `dc.stop_tokens` is replaced by the codec's. When `prompts` is not null it receives
+// each turn's prompt: the whole conversation the reply was decoded after. Throws what run_decode
+// throws.
+std::vector<std::vector<Token>> run_conversation(
+    Model& model, const Conversation& c, Drafter* drafter, const VerifyRule& verify,
+    DecodeConfig dc, SpecStats& all, SpecStats& later, double& seconds, bool cpu_clock,
+    std::vector<std::vector<Token>>* prompts = nullptr);
 
 }  // namespace speclab::cli

@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""How fast could speculative decoding be on this machine? Oracle drafters on recorded replies.
+
+  build/bin/speclab bench --model smollm2 --threads 2 --workload code_edit,rag \\
+      --drafter prompt-lookup --repeats 1 --csv '' --json '' --tokens out/tokens.jsonl
+  build/bin/speclab_bench_model --model <gguf> --threads 2 --prompt 170 --kmax 16 --json \\
+      > out/cost.json
+  tools/ceiling.py --tokens out/tokens.jsonl --cost out/cost.json [--k 5,8,16] [--min-match 2]
+
+Greedy decoding emits the same reply whatever the drafter, so the replies that `bench --tokens`
+recorded (at its default --temperature 0: sampled replies do not replay) can be replayed through
+the decoding loop's rounds with a drafter that knows them. This tool does that for two oracles
+and prices every round with the machine's measured costs:
+
+  sa     the suffix automaton's draft (lab 05): what followed the first earlier occurrence of
+         the longest suffix of the context that occurred before, when that suffix has at least
+         --min-match tokens; drafted exactly as far as it will be accepted, at most k tokens.
+         No real length policy does better with this drafter.
+  copy   the longest run of the coming reply, at most k tokens, found anywhere in the context:
+         no drafter whose draft is one contiguous piece of the context does better.
+
+Each round drafts d tokens, all accepted, and costs c(d) decode steps: c(0) = 1 (a plain step)
+and c(d) the measured verify pass over d + 1 tokens. The reply's last token always comes from
+a verify pass (no round drafts past the reply). A turn's prefill costs the tokens it adds to what
+the target already holds (the earlier turns of its conversation), at the measured prefill rate.
+Plain decoding is priced the same way: one step per reply token. The figures are a model: the
+drafters' own time, the loop's bookkeeping and the machine's noise are left out, so compare a
+bench's measured speedups with them, not the other way round.
+
+Standard library only. Exit status 2 with a message naming the file and line on bad input.
+"""
+import argparse
+import json
+import math
+import sys
+
+# Token ids become code points from here on, so that str.find does the substring searches.
+_BASE = 0xE000
+
+
+class InputError(Exception):
+    pass
+
+
+def _encode(tokens):
+    return "".join(chr(_BASE + t) for t in tokens)
+
+
+def load_cost(path):
+    """{'step_ms', 'prefill_ms_per_token', 'c': [1.0, c(1), ..., c(kmax)], 'about'}."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            j = json.load(f)
+    except OSError as e:
+        raise InputError(f"--cost '{path}': {e.strerror}")
+    except json.JSONDecodeError as e:
+        raise InputError(f"--cost '{path}': not JSON ({e.msg}, line {e.lineno}); give the output "
+                         "of speclab_bench_model --json")
+    try:
+        step = float(j["decode_step_ms"])
+        prefill = float(j["prefill_tokens_per_s"])
+        verify = sorted(((int(v["k"]), float(v["relative_to_decode"])) for v in j["verify"]))
+    except (KeyError, TypeError, ValueError) as e:
+        raise InputError(f"--cost '{path}': not speclab_bench_model --json output (missing or bad "
+                         f"{e})")
+    ks = [k for k, _ in verify]
+    if ks != list(range(1, len(ks) + 1)):
+        raise InputError(f"--cost '{path}': the verify passes must be k = 1, 2, ... in order, "
+                         f"got k = {ks}")
+    for name, value in [("decode_step_ms", step), ("prefill_tokens_per_s", prefill)] + [
+            (f"verify k={k}", c) for k, c in verify]:
+        if not (math.isfinite(value) and value > 0):
+            raise InputError(f"--cost '{path}': {name} must be a positive number, got {value}")
+    about = f"{j.get('kernel', '?')}, {j.get('threads', '?')} threads"
+    return {"step_ms": step, "prefill_ms_per_token": 1000.0 / prefill,
+            "c": [1.0] + [c for _, c in verify], "about": about}
+
+
+def load_turns(path):
+    """The --tokens file's turns, in order: dicts with workload, id, turn, prompt, reply."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise InputError(f"--tokens '{path}': {e.strerror}")
+    except UnicodeDecodeError:
+        raise InputError(f"--tokens '{path}': not UTF-8 text")
+    turns = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            t = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{where}: not JSON ({e.msg})")
+        if not isinstance(t, dict):
+            raise InputError(f"{where}: expected an object with workload, id, turn, prompt, reply")
+        for key in ("workload", "id", "turn", "prompt", "reply"):
+            if key not in t:
+                raise InputError(f"{where}: no '{key}'")
+        for key in ("prompt", "reply"):
+            ids = t[key]
+            if (not isinstance(ids, list) or not ids or
+                    not all(isinstance(x, int) and 0 <= x < 0x10FFFF - _BASE for x in ids)):
+                raise InputError(f"{where}: '{key}' must be a non-empty list of token ids")
+        turns.append(t)
+    if not turns:
+        raise InputError(f"--tokens '{path}': no turns in it; write it with speclab bench --tokens")
+    return turns
+
+
+def longest_earlier_suffix(ctx):
+    """(length, start of what followed its first occurrence) of the longest suffix of ctx that
+    also occurs ending before ctx's last position; (0, None) when even the last token is new."""
+    n = len(ctx)
+    best, follow = 0, None
+    for length in range(1, n):
+        at = ctx.find(ctx[n - length:], 0, n - 1)
+        if at < 0:
+            break
+        best, follow = length, at + length
+    return best, follow
+
+
+def agree(a, b):
+    """How many leading characters a and b share."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def replay(prompt, reply, k, oracle, min_match):
+    """The rounds of one reply: a list of drafted-and-accepted counts, one per verify pass."""
+    rounds = []
+    p = 0
+    while p < len(reply):
+        budget = min(k, len(reply) - p - 1)  # the reply's last token comes from the target
+        ctx = prompt + reply[:p]
+        coming = reply[p:p + budget]
+        d = 0
+        if budget > 0 and oracle == "sa":
+            length, follow = longest_earlier_suffix(ctx)
+            if length >= min_match:
+                d = agree(ctx[follow:follow + budget], coming)
+        elif budget > 0:
+            while d < budget and ctx.find(coming[:d + 1]) >= 0:
+                d += 1
+        rounds.append(d)
+        p += d + 1
+    return rounds
+
+
+def prefill_tokens(turns_of_conversation):
+    """Per turn: the prompt tokens its prefill adds. The loops feed a prompt's last token in the
+    first decode step, and a target keeps the longest common prefix of what it holds (after a
+    reply: the prompt and the reply but its last token, which was never fed)."""
+    held = ""
+    out = []
+    for t in turns_of_conversation:
+        want = t["prompt"][:-1]
+        out.append(len(want) - agree(held, want))
+        held = (t["prompt"] + t["reply"])[:-1]
+    return out
+
+
+def analyse(turns, cost, ks, min_match):
+    kmax = len(cost["c"]) - 1
+    for k in ks:
+        if k > kmax:
+            raise InputError(f"--k {k}: the cost curve stops at k = {kmax}; measure it further "
+                             f"(speclab_bench_model --kmax {k})")
+    turns = [dict(t, prompt=_encode(t["prompt"]), reply=_encode(t["reply"])) for t in turns]
+    workloads = {}
+    conversations = {}
+    for t in turns:
+        workloads.setdefault(t["workload"], []).append(t)
+        conversations.setdefault((t["workload"], t["id"]), []).append(t)
+    prefill = {}
+    for conv in conversations.values():
+        for t, n in zip(conv, prefill_tokens(conv)):
+            prefill[id(t)] = n
+    step, per_prefill, c = cost["step_ms"], cost["prefill_ms_per_token"], cost["c"]
+    result = []
+    for name, ts in workloads.items():
+        prefill_ms = sum(prefill[id(t)] for t in ts) * per_prefill
+        reply_tokens = sum(len(t["reply"]) for t in ts)
+        plain_decode = reply_tokens * step
+        row = {"workload": name, "turns": len(ts), "reply_tokens": reply_tokens,
+               "prefill_ms": prefill_ms, "plain_ms": prefill_ms + plain_decode, "oracles": []}
+        for oracle in ("sa", "copy"):
+            for k in ks:
+                rounds = [d for t in ts for d in replay(t["prompt"], t["reply"], k, oracle,
+                                                        min_match)]
+                decode = sum(c[d] for d in rounds) * step
+                row["oracles"].append({
+                    "oracle": oracle, "k": k, "rounds": len(rounds),
+                    "tokens_per_run": reply_tokens / len(rounds),
+                    "spec_ms": prefill_ms + decode,
+                    "speedup": (prefill_ms + plain_decode) / (prefill_ms + decode),
+                    "decode_speedup": plain_decode / decode})
+        result.append(row)
+    return result
+
+
+def print_table(result, cost, min_match, out):
+    print(f"cost curve: decode step {cost['step_ms']:.2f} ms, prefill "
+          f"{cost['prefill_ms_per_token']:.3f} ms/token, verify passes up to k = "
+          f"{len(cost['c']) - 1} ({cost['about']})", file=out)
+    print(f"oracles: sa (first occurrence, min match {min_match}) and copy (anywhere in the "
+          "context), drafted exactly as far as they are accepted", file=out)
+    print(f"{'workload':<14}{'turns':>6}{'reply':>7}{'prefill':>9}  {'oracle':<7}{'k':>3}"
+          f"{'AL':>7}{'speedup':>9}{'decode only':>13}", file=out)
+    for row in result:
+        share = row["prefill_ms"] / row["plain_ms"]
+        for i, o in enumerate(row["oracles"]):
+            head = (f"{row['workload']:<14}{row['turns']:>6}{row['reply_tokens']:>7}"
+                    f"{share:>8.0%} " if i == 0 else " " * 36)
+            print(f"{head} {o['oracle']:<7}{o['k']:>3}{o['tokens_per_run']:>7.2f}"
+                  f"{o['speedup']:>8.2f}x{o['decode_speedup']:>12.2f}x", file=out)
+    print("prefill: its share of the plain run. speedup: plain time / the oracle's, prefill "
+          "included; decode only: without it. AL: reply tokens per verify pass.", file=out)
+
+
+def parse_ks(text):
+    try:
+        ks = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise InputError(f"--k '{text}': give comma-separated whole numbers, e.g. 5,8,16")
+    if not ks or any(k < 1 for k in ks) or len(set(ks)) != len(ks):
+        raise InputError(f"--k '{text}': each k must be at least 1, and given once")
+    return ks
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        epilog="See the top of this file for how to record the two inputs.")
+    ap.add_argument("--tokens", required=True, help="speclab bench --tokens output (JSON Lines)")
+    ap.add_argument("--cost", required=True, help="speclab_bench_model --json output")
+    ap.add_argument("--k", default="5,8,16", help="draft budgets, comma-separated (default 5,8,16)")
+    ap.add_argument("--min-match", type=int, default=2,
+                    help="the sa oracle drafts only after a match this long (default 2, as sa)")
+    ap.add_argument("--json", help="also write the figures here as JSON")
+    args = ap.parse_args(argv)
+    try:
+        if args.min_match < 1:
+            raise InputError(f"--min-match must be at least 1, got {args.min_match}")
+        ks = parse_ks(args.k)
+        cost = load_cost(args.cost)
+        turns = load_turns(args.tokens)
+        result = analyse(turns, cost, ks, args.min_match)
+        if args.json:
+            try:
+                with open(args.json, "w", encoding="utf-8") as f:
+                    json.dump({"cost": cost, "min_match": args.min_match, "workloads": result}, f,
+                              indent=2)
+            except OSError as e:
+                raise InputError(f"--json '{args.json}': {e.strerror}")
+    except InputError as e:
+        print(f"ceiling: {e}", file=sys.stderr)
+        return 2
+    print_table(result, cost, args.min_match, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
