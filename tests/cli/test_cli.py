@@ -1182,6 +1182,36 @@ class Bench(unittest.TestCase):
             self.assertNotEqual(lines[0]["prompt"], lines[1]["prompt"])
             self.assertNotEqual(lines[0]["id"], lines[1]["id"])
 
+    def test_tools_ceiling_reads_the_tokens_file_bench_writes(self):
+        # The two ends of one pipeline: a key renamed on one side must fail here, not in a
+        # reader's hands. The cost curve is made up (a verify pass over d + 1 tokens costs
+        # 1 + d / 2 steps, so every accepted draft pays); the toy's periodic text repeats itself,
+        # so its oracles draft and emit more than one token per pass.
+        with tempfile.TemporaryDirectory() as tmp:
+            tokens, cost, out = Path(tmp) / "t.jsonl", Path(tmp) / "c.json", Path(tmp) / "o.json"
+            rc, _, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic,toy-random",
+                                 "--prompts", "2", "--repeats", "1", "--max-new-tokens", "32",
+                                 "--drafter", "prompt-lookup", "--csv", "", "--json", "",
+                                 "--tokens", str(tokens))
+            self.assertEqual(rc, 0, err)
+            cost.write_text(json.dumps({
+                "decode_step_ms": 1.0, "prefill_tokens_per_s": 1000.0,
+                "verify": [{"k": k, "relative_to_decode": 1 + k / 2} for k in range(1, 9)]}))
+            p = subprocess.run([sys.executable, str(ROOT / "tools" / "ceiling.py"), "--tokens",
+                                str(tokens), "--cost", str(cost), "--k", "4,8", "--json",
+                                str(out)], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            result = {w["workload"]: w for w in json.loads(out.read_text())["workloads"]}
+            self.assertEqual(sorted(result), ["toy-periodic", "toy-random"])
+            for w in result.values():
+                self.assertEqual(w["turns"], 2)
+                self.assertEqual(len(w["oracles"]), 4)  # sa and copy, at k = 4 and 8
+                for o in w["oracles"]:
+                    self.assertGreaterEqual(o["speedup"], 1.0, o)
+            periodic = result["toy-periodic"]["oracles"]
+            self.assertTrue(all(o["tokens_per_run"] > 1.2 for o in periodic), periodic)
+            self.assertIn("toy-periodic", p.stdout)
+
     def test_progress_bar_with_an_eta_on_a_terminal(self):
         rc, out = speclab_on_tty("bench", "--model", "toy", "--workload", "toy-markov",
                                  "--repeats", "1", "--max-new-tokens", "32", "--csv", "",
