@@ -19,7 +19,9 @@ and prices every round with the machine's measured costs:
   copy   the longest run of the coming reply, at most k tokens, found anywhere in the context:
          no drafter whose draft is one contiguous piece of the context does better. (It does not
          bound drafters that draft tokens from elsewhere, such as NASD's filler_top_k tokens,
-         which come from the target's own logits.)
+         which come from the target's own logits.) A loose bound: it always picks the right one
+         of the many places where a common token occurs, so even text with little to copy
+         reaches a speedup under it.
 
 Each round drafts d tokens, all accepted, and costs c(d) decode steps: c(0) = 1 (a plain step)
 and c(d) the measured verify pass over d + 1 tokens. The reply's last token always comes from
