@@ -57,6 +57,9 @@ def load_cost(path):
             j = json.load(f)
     except OSError as e:
         raise InputError(f"--cost '{path}': {e.strerror}")
+    except UnicodeDecodeError:
+        raise InputError(f"--cost '{path}': not UTF-8 text; give the output of "
+                         "speclab_bench_model --json")
     except json.JSONDecodeError as e:
         raise InputError(f"--cost '{path}': not JSON ({e.msg}, line {e.lineno}); give the output "
                          "of speclab_bench_model --json")
