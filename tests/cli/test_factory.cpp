@@ -256,14 +256,14 @@ TEST_SUITE("cli / factory") {
               "--sa-threshold has no effect: it is an option of --drafter sa+ngram, and this "
               "bench compares prompt-lookup, pool"});
     CHECK(ignored("--threads 4", FlagContext{.toy = true, .drafters = {"sa"}}).size() == 1);
-    // On the GPU, --threads sets nothing; the toy target ignores --device.
+    // On the GPU, --threads sets nothing.
     CHECK(ignored("--threads 4 --device cuda", FlagContext{.cuda = true, .drafters = {"sa"}}) ==
           std::vector<std::string>{"--threads has no effect: --device cuda runs the model on the "
                                    "GPU (--threads sets the CPU model's worker threads)"});
-    CHECK(ignored("--device cuda", FlagContext{.toy = true, .cuda = true, .drafters = {"sa"}}) ==
-          std::vector<std::string>{
-              "--device has no effect: the toy target runs on the CPU (--device is for a real "
-              "model)"});
+    // The toy target refuses --device cuda (load_model), so no "has no effect" warning may come
+    // before that error: on an H100 the two were printed one after the other.
+    CHECK(ignored("--device cuda", FlagContext{.toy = true, .cuda = true, .drafters = {"sa"}})
+              .empty());
     CHECK(ignored("--threads 4 --device cpu", real_ngram).empty());
     // --seed: it seeds sampling and the toy target's text, so it is idle only when neither runs.
     CHECK(ignored("--seed 7", FlagContext{.drafters = {"sa"}, .seed_unused = true}, "seeded") ==

@@ -660,10 +660,6 @@ std::string why_ignored(const CLI::App& cmd, const std::string& flag, const Flag
                       "worker threads)"
                     : "";
   }
-  if (flag == "--device") {
-    return run.toy && run.cuda ? "the toy target runs on the CPU (--device is for a real model)"
-                               : "";
-  }
   if (flag == "--prompt-len") {
     if (!run.toy) return toy_only;
     return run.prompt_given ? "it sets the length of the toy target's own prompt, and --prompt "

@@ -184,7 +184,7 @@ struct FlagContext {
 // the run `run` describes, one line each, in --help order: "--pool-private has no effect: it is
 // an option of --drafter pool, and this run uses ngram". They are the toy target's flags with a
 // real model (and --regime in bench, whose toy workloads set it), --threads on the toy target or
-// with --device cuda, --device cuda with the toy target (which runs on the CPU),
+// with --device cuda (--device cuda with the toy target is refused by load_model, not warned of),
 // trace's --prompt-len with a prompt given, --system and --raw where there is no chat template
 // (the toy target; --system with --raw), --k with --drafter none, --seed where it seeds nothing
 // (run.seed_unused), and an option of a drafter that the run does not use (in bench: that none of
