@@ -357,7 +357,7 @@ def cmd_skip_report(a):
 
 def cmd_mutant(a):
     exe = lab_exe(a.build_dir, a.lab, f"mutant_{a.mutant}")
-    killers, survivors = [], []
+    killers, survivors, skip_output = [], [], None
     for case in read_cases(a.build_dir, a.lab):
         status, out = run_case(exe, case, timeout=a.timeout, mem_mb=a.mem_mb)
         if status == "missing":
@@ -366,9 +366,20 @@ def cmd_mutant(a):
         if status == "nostart":  # it catches nothing: no case ran
             print(out.strip().splitlines()[-1])
             return 1
-        if status == "skipped":
-            continue  # a case that did not run (missing data) catches nothing
+        if status == "skipped":  # a case that did not run (no GPU, missing data) checks nothing
+            skip_output = skip_output or out
+            continue
         (survivors if status == "passed" else killers).append((case, status))
+    if skip_output is not None and not killers and not survivors:
+        # Not a survivor: nothing could check it here (the GPU mutants on a machine without one).
+        why = skip_reason(skip_output)
+        print(f"mutant {a.lab}/{a.mutant}: not checked: every case was skipped ({why})")
+        record_skip(a.build_dir, f"mutants: {a.lab}/{a.mutant} is caught", skip_output)
+        os.makedirs(report_dir(a.build_dir), exist_ok=True)
+        with open(os.path.join(report_dir(a.build_dir), f"{a.lab}_{a.mutant}.txt"), "w",
+                  encoding="utf-8") as f:
+            f.write(f"  {a.lab}/{a.mutant}: NOT CHECKED (every case was skipped: {why})\n")
+        return SKIP_CODE
     print(f"mutant {a.lab}/{a.mutant}: {len(killers)} of {len(killers) + len(survivors)} "
           "cases caught it")
     for case, status in killers:
