@@ -265,7 +265,7 @@ function(speclab_add_lab lab)
       COMMAND ${SPECLAB_TESTRUN} mutant --build-dir ${PROJECT_BINARY_DIR} --lab ${lab} --mutant ${m}
               --timeout ${L_TIMEOUT} --mem-mb ${SPECLAB_CASE_MEMORY_MB})
     set_tests_properties("mutants: ${lab}/${m} is caught" PROPERTIES
-      LABELS mutants FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600)
+      LABELS mutants FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600 SKIP_RETURN_CODE 77)
   endforeach()
 endfunction()
 
@@ -281,32 +281,92 @@ function(speclab_add_header_mutants group)
   get_target_property(sources ${H_TEST_TARGET} SOURCES)
   get_target_property(libs ${H_TEST_TARGET} LINK_LIBRARIES)
   get_target_property(incs ${H_TEST_TARGET} INCLUDE_DIRECTORIES)
-  set(original ${PROJECT_SOURCE_DIR}/${H_HEADER})
   foreach(m IN LISTS H_MUTANTS)
     set(root ${CMAKE_CURRENT_BINARY_DIR}/mutants/${group}/${m})
-    set(mutated ${root}/${H_HEADER})
-    set(mutant_file ${PROJECT_SOURCE_DIR}/tests/mutants/${group}/${m}.mutant)
-    get_filename_component(mutated_dir ${mutated} DIRECTORY)
-    add_custom_command(OUTPUT ${mutated}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${mutated_dir}
-      COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/make_mutant.py
-              ${original} ${mutant_file} ${mutated}
-      DEPENDS ${original} ${mutant_file} ${PROJECT_SOURCE_DIR}/tools/make_mutant.py
-      COMMENT "Mutant ${group}/${m}"
-      VERBATIM)
+    _speclab_mutated_copy(${group} ${m} ${H_HEADER} mutated)
     set(exe ${group}_mutant_${m})
     add_executable(${exe} EXCLUDE_FROM_ALL ${sources} ${mutated})
     target_include_directories(${exe} BEFORE PRIVATE ${root})
     target_include_directories(${exe} PRIVATE ${incs})
     target_link_libraries(${exe} PRIVATE ${libs})
-    set_target_properties(${exe} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${SPECLAB_LABTESTS_DIR})
-    add_dependencies(speclab_aux ${exe})
-    add_test(NAME "mutants: ${group}/${m} is caught"
-      COMMAND ${SPECLAB_TESTRUN} mutant --build-dir ${PROJECT_BINARY_DIR} --lab ${group} --mutant ${m}
-              --timeout ${SPECLAB_CASE_TIMEOUT} --mem-mb ${SPECLAB_CASE_MEMORY_MB})
-    set_tests_properties("mutants: ${group}/${m} is caught" PROPERTIES
-      LABELS mutants FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600)
+    _speclab_add_mutant_test(${group} ${m} ${SPECLAB_CASE_TIMEOUT} ${SPECLAB_CASE_MEMORY_MB} "")
   endforeach()
+endfunction()
+
+# speclab_add_source_mutants(<group> TEST_TARGET <exe> LIBRARY <lib> SOURCE <path from the root>
+#                            MUTANTS <names...> [TIMEOUT <s>] [MEM_MB <MiB>] [LABELS <labels...>])
+#   Engine mutants of a source file: tests/mutants/<group>/<name>.mutant edits SOURCE, the one
+#   source of the static library LIBRARY; a copy of LIBRARY is built from the edited file (with
+#   LIBRARY's options and links), and the test executable is built again against that copy.
+#   "mutants: <group>/<name> is caught" then checks that at least one of its cases fails, and is
+#   SKIPPED when every case skipped (the GPU mutants on a machine without a GPU). TIMEOUT and
+#   MEM_MB are each case's limits, as the test target's own cases get them. The test target must
+#   be registered with speclab_add_doctest(... CASES_FILE ${SPECLAB_LABTESTS_DIR}/<group>.cases).
+function(speclab_add_source_mutants group)
+  cmake_parse_arguments(S "" "TEST_TARGET;LIBRARY;SOURCE;TIMEOUT;MEM_MB" "MUTANTS;LABELS"
+                        ${ARGN})
+  if(NOT DEFINED S_TIMEOUT)
+    set(S_TIMEOUT ${SPECLAB_CASE_TIMEOUT})
+  endif()
+  if(NOT DEFINED S_MEM_MB)
+    set(S_MEM_MB ${SPECLAB_CASE_MEMORY_MB})
+  endif()
+  get_target_property(sources ${S_TEST_TARGET} SOURCES)
+  get_target_property(libs ${S_TEST_TARGET} LINK_LIBRARIES)
+  get_target_property(incs ${S_TEST_TARGET} INCLUDE_DIRECTORIES)
+  get_target_property(defs ${S_TEST_TARGET} COMPILE_DEFINITIONS)
+  list(REMOVE_ITEM libs ${S_LIBRARY})
+  get_target_property(lib_links ${S_LIBRARY} LINK_LIBRARIES)
+  get_target_property(lib_options ${S_LIBRARY} COMPILE_OPTIONS)
+  foreach(m IN LISTS S_MUTANTS)
+    _speclab_mutated_copy(${group} ${m} ${S_SOURCE} mutated)
+    set(exe ${group}_mutant_${m})
+    add_library(${exe}_lib STATIC EXCLUDE_FROM_ALL ${mutated})
+    target_link_libraries(${exe}_lib PRIVATE ${lib_links})
+    if(lib_options)
+      target_compile_options(${exe}_lib PRIVATE ${lib_options})
+    endif()
+    add_executable(${exe} EXCLUDE_FROM_ALL ${sources})
+    target_include_directories(${exe} PRIVATE ${incs})
+    if(defs)
+      target_compile_definitions(${exe} PRIVATE ${defs})
+    endif()
+    target_link_libraries(${exe} PRIVATE ${exe}_lib ${lib_links} ${libs})
+    _speclab_add_mutant_test(${group} ${m} ${S_TIMEOUT} ${S_MEM_MB} "${S_LABELS}")
+  endforeach()
+endfunction()
+
+# The rule that writes tests/mutants/<group>/<m>.mutant's edit of <path> (from the project root)
+# to mutants/<group>/<m>/<path> in this build folder; <out_var> gets that file's path.
+function(_speclab_mutated_copy group m path out_var)
+  set(mutated ${CMAKE_CURRENT_BINARY_DIR}/mutants/${group}/${m}/${path})
+  set(mutant_file ${PROJECT_SOURCE_DIR}/tests/mutants/${group}/${m}.mutant)
+  set(original ${PROJECT_SOURCE_DIR}/${path})
+  get_filename_component(mutated_dir ${mutated} DIRECTORY)
+  add_custom_command(OUTPUT ${mutated}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${mutated_dir}
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/make_mutant.py
+            ${original} ${mutant_file} ${mutated}
+    DEPENDS ${original} ${mutant_file} ${PROJECT_SOURCE_DIR}/tools/make_mutant.py
+    COMMENT "Mutant ${group}/${m}"
+    VERBATIM)
+  set(${out_var} ${mutated} PARENT_SCOPE)
+endfunction()
+
+# The ctest test "mutants: <group>/<m> is caught" for the executable <group>_mutant_<m> (built
+# into labtests/ by speclab_aux), its cases run under <timeout> s and <mem_mb> MiB each; labels
+# `mutants` and <labels>. Exit 77 (every case skipped) reports it SKIPPED.
+function(_speclab_add_mutant_test group m timeout mem_mb labels)
+  set(exe ${group}_mutant_${m})
+  set(all_labels mutants ${labels})
+  set_target_properties(${exe} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${SPECLAB_LABTESTS_DIR})
+  add_dependencies(speclab_aux ${exe})
+  add_test(NAME "mutants: ${group}/${m} is caught"
+    COMMAND ${SPECLAB_TESTRUN} mutant --build-dir ${PROJECT_BINARY_DIR} --lab ${group} --mutant ${m}
+            --timeout ${timeout} --mem-mb ${mem_mb})
+  set_tests_properties("mutants: ${group}/${m} is caught" PROPERTIES
+    LABELS "${all_labels}" FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600
+    SKIP_RETURN_CODE 77)
 endfunction()
 
 # Call once, after every lab is declared: the fixture that builds all starters and mutants.
