@@ -526,6 +526,45 @@ class BadInput(unittest.TestCase):
             self.assertEqual(workload.read_bytes(),
                              (ROOT / "data" / "workloads" / "rag.jsonl").read_bytes())
 
+    def test_an_output_over_the_smollm2_file_is_refused_before_the_run(self):
+        # --model smollm2 names the cached download (or SPECLAB_MODEL's file): an output there
+        # replaced the 98 MB model with the results, and the run exited 0.
+        with tempfile.TemporaryDirectory() as tmp:
+            cache = Path(tmp, "cache")
+            cache.mkdir()
+            model = cache / "SmolLM2-135M-Instruct.Q4_1.gguf"
+            model.write_bytes(b"stands in for the model")
+            workload = Path(tmp, "w.jsonl")
+            shutil.copy(ROOT / "data" / "workloads" / "rag.jsonl", workload)
+            own = Path(tmp, "own.gguf")
+            own.write_bytes(b"the user's own model")
+            cached = {"SPECLAB_CACHE": str(cache), "SPECLAB_MODEL": ""}
+
+            def bench(flag, path, env):
+                outputs = {"--csv": "", "--json": "", flag: str(path)}
+                return speclab("bench", "--model", "smollm2", "--workload", str(workload),
+                               *[x for kv in outputs.items() for x in kv], env=env)
+
+            for flag in ("--csv", "--json", "--tokens"):
+                rc, _, err = bench(flag, model, cached)
+                self.assertEqual(rc, 2, err)
+                self.assertIn(f"{flag} '{model}' is the input --model", err)
+            rc, _, err = speclab("trace", "--model", "smollm2", "--prompt", "hi", "--out",
+                                 str(model), env=cached)
+            self.assertEqual(rc, 2, err)
+            self.assertIn(f"--out '{model}' is the input --model", err)
+            rc, _, err = bench("--json", own, {"SPECLAB_MODEL": str(own)})
+            self.assertEqual(rc, 2, err)
+            self.assertIn(f"--json '{own}' is the input --model", err)
+            self.assertEqual(model.read_bytes(), b"stands in for the model")
+            self.assertEqual(own.read_bytes(), b"the user's own model")
+            # Not cached yet: the download would land there, and the results over it.
+            model.unlink()
+            rc, _, err = bench("--csv", model, cached)
+            self.assertEqual(rc, 2, err)
+            self.assertIn(f"--csv '{model}' is the input --model", err)
+            self.assertFalse(model.exists())
+
     def test_a_link_to_a_file_not_yet_written_is_that_file(self):
         # y.json -> x.csv, with x.csv not there yet: the JSON used to land in x.csv, over the CSV.
         with tempfile.TemporaryDirectory() as tmp:

@@ -174,7 +174,9 @@ Model load_gguf_model(const TargetOptions& o) {
 }  // namespace
 
 std::string model_file_given(const TargetOptions& o) {
-  return o.model == "toy" || o.model == "smollm2" ? std::string() : o.model;
+  if (o.model == "toy") return {};
+  if (o.model == "smollm2") return smollm2_path().value_or("");
+  return o.model;
 }
 
 // The model's threads meet at a barrier after every step of every layer, so one that waits for a
@@ -270,11 +272,10 @@ std::unique_ptr<BatchTarget> load_batch_model(const TargetOptions& o) {
   }
 }
 
-std::optional<std::string> cached_smollm2() {
+std::optional<std::string> smollm2_path() {
   if (const char* explicit_path = std::getenv("SPECLAB_MODEL");
       explicit_path != nullptr && explicit_path[0] != '\0') {
-    if (is_regular_file(explicit_path)) return std::string(explicit_path);
-    return std::nullopt;
+    return std::string(explicit_path);
   }
   std::filesystem::path dir;
   if (const char* cache = std::getenv("SPECLAB_CACHE"); cache != nullptr && cache[0] != '\0') {
@@ -284,8 +285,12 @@ std::optional<std::string> cached_smollm2() {
   } else {
     return std::nullopt;
   }
-  const std::string path = (dir / kSmolLM2File).string();
-  if (is_regular_file(path)) return path;
+  return (dir / kSmolLM2File).string();
+}
+
+std::optional<std::string> cached_smollm2() {
+  auto path = smollm2_path();
+  if (path && is_regular_file(*path)) return path;
   return std::nullopt;
 }
 

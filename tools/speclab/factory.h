@@ -67,8 +67,9 @@ void add_target_flags(CLI::App& cmd, TargetOptions& options);
 // it is more than the machine's cores.
 int check_cpu_threads(int threads);
 
-// The model file --model names, as given, for checks that an output does not overwrite it; empty
-// for 'toy' and 'smollm2' (not a path the user gave).
+// The model file --model names, for checks that an output does not overwrite it: the path as
+// given, smollm2_path() for 'smollm2' (cached yet or not: a download would land there), empty for
+// 'toy' and where smollm2_path() has none.
 std::string model_file_given(const TargetOptions& options);
 
 // Loads the model `options` names. Throws UsageError with a precise message for an unknown
@@ -86,8 +87,11 @@ bool runs_on_gpu(const TargetOptions& options);
 // and --context problems as load_model.
 std::unique_ptr<BatchTarget> load_batch_model(const TargetOptions& options);
 
-// The cached SmolLM2 file: $SPECLAB_MODEL, else SmolLM2-135M-Instruct.Q4_1.gguf in
-// $SPECLAB_CACHE (default ~/.cache/speclab). Empty when neither exists. Never downloads.
+// Where the SmolLM2 file is or would be downloaded to: $SPECLAB_MODEL, else
+// SmolLM2-135M-Instruct.Q4_1.gguf in $SPECLAB_CACHE (default ~/.cache/speclab). Empty when
+// neither variable nor HOME is set. Looks at no file.
+std::optional<std::string> smollm2_path();
+// smollm2_path() when it is a regular file; empty otherwise. Never downloads.
 std::optional<std::string> cached_smollm2();
 // cached_smollm2(), or else runs tools/fetch_model to download it. On failure returns nothing
 // and, when `why` is given, stores the reason.
