@@ -681,6 +681,32 @@ class BadInput(unittest.TestCase):
             self.assertIn("writing '/dev/full' failed", err)
             self.assertNotIn("bench: wrote", err)
 
+    def test_a_failed_write_leaves_every_output_as_it_was(self):
+        # bench wrote its files one after another, each cut to nothing first: a write that failed
+        # left an empty or half-written file, and the files written before it new while the rest
+        # were old. Each is now written beside its name and renamed over it once all are written.
+        if not os.path.exists("/dev/full"):
+            self.skipTest("no /dev/full on this system")
+        with tempfile.TemporaryDirectory() as tmp:
+            files = {"--csv": Path(tmp, "b.csv"), "--json": Path(tmp, "b.json"),
+                     "--tokens": Path(tmp, "t.jsonl")}
+            for failing in files:
+                for path in files.values():
+                    path.write_text("earlier results\n")
+                outputs = [x for flag, path in files.items()
+                           for x in (flag, "/dev/full" if flag == failing else str(path))]
+                rc, _, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic",
+                                     "--drafter", "sa", "--repeats", "1", "--max-new-tokens",
+                                     "16", *outputs)
+                self.assertEqual(rc, 1, f"{failing} /dev/full: {err}")
+                self.assertIn("writing '/dev/full' failed", err)
+                for flag, path in files.items():
+                    if flag != failing:
+                        self.assertEqual(path.read_text(), "earlier results\n",
+                                         f"{flag} was replaced though {failing} failed")
+                self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()),
+                                 ["b.csv", "b.json", "t.jsonl"], "a scratch file was left")
+
     def test_a_standard_output_whose_writes_fail_fails_the_run(self):
         # The text, the table or the answers were lost: the run must not report success.
         if not os.path.exists("/dev/full"):

@@ -26,6 +26,7 @@
 #include "commands.h"
 #include "factory.h"
 #include "mini_engine/targets/toy_target.h"
+#include "output_file.h"
 #include "progress.h"
 #include "user_files.h"
 #include "workloads.h"
@@ -435,9 +436,9 @@ int run_bench(const BenchOptions& o) {
   meta.round_trip = probes.all();
   print_table(stdout, meta, results);
   std::fflush(stdout);
-  if (!o.csv.empty()) write_csv(o.csv, meta, results);
-  if (!o.json.empty()) write_json(o.json, meta, results);
-  if (!o.tokens.empty()) write_tokens(o.tokens, turn_tokens);
+  write_outputs({{o.csv, "--csv", [&](std::ostream& f) { write_csv(f, meta, results); }},
+                 {o.json, "--json", [&](std::ostream& f) { write_json(f, meta, results); }},
+                 {o.tokens, "--tokens", [&](std::ostream& f) { write_tokens(f, turn_tokens); }}});
   std::vector<std::string> written;
   for (const auto& [path, flag] : outputs) {
     if (!path.empty()) written.push_back(path);

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,8 +16,8 @@
 #include "bench_run.h"
 #include "core_probe.h"
 #include "mini_engine/spec/batch_loop.h"
+#include "output_file.h"
 #include "progress.h"
-#include "user_files.h"
 
 namespace speclab::cli {
 namespace {
@@ -218,9 +218,8 @@ void print_table(const BatchBenchSettings& s, const Model& model, const BatchRun
   std::fflush(stdout);
 }
 
-void write_csv(const std::string& path, const BatchBenchSettings& s, const Model& model,
+void write_csv(std::ostream& out, const BatchBenchSettings& s, const Model& model,
                const BatchRun& run) {
-  std::ofstream out = open_output_file(path, "--csv");
   out << "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
          "sa_draft_ratio,batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
          "spec_seconds_median,speedup_median,decode_speedup,mismatches,run_cost,"
@@ -243,11 +242,9 @@ void write_csv(const std::string& path, const BatchBenchSettings& s, const Model
         << s.max_new_tokens << ',' << s.repeats << ',' << csv_field(r.workload) << ','
         << csv_field(r.drafter) << ',' << csv_field(r.drafter_name) << ',' << numbers << '\n';
   }
-  out.close();
-  if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
 }
 
-void write_json(const std::string& path, const BatchBenchSettings& s, const Model& model,
+void write_json(std::ostream& out, const BatchBenchSettings& s, const Model& model,
                 const BatchRun& run) {
   nlohmann::ordered_json j;
   j["meta"] = {{"mode", "batch"},        {"model", model.description},
@@ -293,10 +290,7 @@ void write_json(const std::string& path, const BatchBenchSettings& s, const Mode
         {"mismatches", r.mismatches},
     });
   }
-  std::ofstream f = open_output_file(path, "bench output");
-  f << j.dump(2) << '\n';
-  f.close();  // a full disk shows only when the buffer is flushed
-  if (!f) throw std::runtime_error("bench: writing '" + path + "' failed");
+  out << j.dump(2) << '\n';
 }
 
 }  // namespace
@@ -306,8 +300,9 @@ int run_bench_batch(const BatchBenchSettings& settings, const std::vector<BenchC
                     const DecodeConfig& base, const VerifyRule& verify) {
   const BatchRun run = run_cases(settings, cases, workloads, model, base, verify);
   print_table(settings, model, run);
-  if (!settings.csv.empty()) write_csv(settings.csv, settings, model, run);
-  if (!settings.json.empty()) write_json(settings.json, settings, model, run);
+  write_outputs(
+      {{settings.csv, "--csv", [&](std::ostream& f) { write_csv(f, settings, model, run); }},
+       {settings.json, "--json", [&](std::ostream& f) { write_json(f, settings, model, run); }}});
   if (!settings.csv.empty() || !settings.json.empty()) {
     std::fprintf(stderr, "bench: wrote %s%s%s\n", settings.csv.c_str(),
                  !settings.csv.empty() && !settings.json.empty() ? " and " : "",

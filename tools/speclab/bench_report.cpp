@@ -2,11 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
-
-#include "user_files.h"
 
 namespace speclab::cli {
 namespace {
@@ -189,9 +186,7 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
                meta.clock.c_str());
 }
 
-void write_csv(const std::string& path, const BenchMeta& meta,
-               const std::vector<CaseResult>& cases) {
-  std::ofstream out = open_output_file(path, "bench output");
+void write_csv(std::ostream& out, const BenchMeta& meta, const std::vector<CaseResult>& cases) {
   out << "model,lab_impl,clock,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,k,"
          "n,sa_draft_ratio,"
          "target_runs,drafted,accepted,emitted,tokens_per_run,acceptance_rate,"
@@ -234,12 +229,9 @@ void write_csv(const std::string& path, const BenchMeta& meta,
         << c.spec_later_turns.target_runs << ',' << c.spec_later_turns.emitted << ','
         << c.run_cost() << ',' << round_trip_csv(c.round_trip) << '\n';
   }
-  out.close();  // a full disk shows only when the buffer is flushed
-  if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
 }
 
-void write_json(const std::string& path, const BenchMeta& meta,
-                const std::vector<CaseResult>& cases) {
+void write_json(std::ostream& out, const BenchMeta& meta, const std::vector<CaseResult>& cases) {
   nlohmann::ordered_json j;
   j["meta"] = {{"model", meta.model},
                {"lab_impl", meta.lab_impl},
@@ -303,14 +295,10 @@ void write_json(const std::string& path, const BenchMeta& meta,
     if (c.mismatches) row["first_mismatch"] = c.first_mismatch;
     j["cases"].push_back(row);
   }
-  std::ofstream out = open_output_file(path, "bench output");
   out << j.dump(2) << '\n';
-  out.close();  // a full disk shows only when the buffer is flushed
-  if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
 }
 
-void write_tokens(const std::string& path, const std::vector<TurnTokens>& turns) {
-  std::ofstream out = open_output_file(path, "bench output");
+void write_tokens(std::ostream& out, const std::vector<TurnTokens>& turns) {
   for (const TurnTokens& t : turns) {
     const nlohmann::ordered_json line = {{"workload", t.workload},
                                          {"id", t.id},
@@ -319,8 +307,6 @@ void write_tokens(const std::string& path, const std::vector<TurnTokens>& turns)
                                          {"reply", t.reply}};
     out << line.dump() << '\n';
   }
-  out.close();  // a full disk shows only when the buffer is flushed
-  if (!out) throw std::runtime_error("bench: writing '" + path + "' failed");
 }
 
 }  // namespace speclab::cli

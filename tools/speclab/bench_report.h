@@ -3,6 +3,7 @@
 // ways it is reported: a terminal table, CSV and JSON. (Batched mode: bench_batch.h.)
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -106,12 +107,10 @@ std::string case_label(const std::string& drafter, int sa_draft_ratio);
 
 // Prints the table to `out`.
 void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseResult>& cases);
-// Writes the results as CSV / JSON to `path` (parent folders are created). Throws
-// std::runtime_error when the file cannot be written.
-void write_csv(const std::string& path, const BenchMeta& meta,
-               const std::vector<CaseResult>& cases);
-void write_json(const std::string& path, const BenchMeta& meta,
-                const std::vector<CaseResult>& cases);
+// Writes the results as CSV / JSON to `out` (bench gives them to write_outputs(), which
+// checks the writes and puts the files in place).
+void write_csv(std::ostream& out, const BenchMeta& meta, const std::vector<CaseResult>& cases);
+void write_json(std::ostream& out, const BenchMeta& meta, const std::vector<CaseResult>& cases);
 
 // One conversation turn as plain decoding ran it (`bench --tokens`): the prompt its reply was
 // decoded after (the whole conversation so far, chat templates included) and the reply.
@@ -121,9 +120,8 @@ struct TurnTokens {
   int turn = 0;    // 1 for the first user turn
   std::vector<Token> prompt, reply;
 };
-// Writes `turns` to `path` as JSON Lines, one {"workload", "id", "turn", "prompt", "reply"}
-// object per turn (parent folders are created). Throws std::runtime_error when the file cannot
-// be written.
-void write_tokens(const std::string& path, const std::vector<TurnTokens>& turns);
+// Writes `turns` to `out` as JSON Lines, one {"workload", "id", "turn", "prompt", "reply"}
+// object per turn.
+void write_tokens(std::ostream& out, const std::vector<TurnTokens>& turns);
 
 }  // namespace speclab::cli
