@@ -742,6 +742,20 @@ class BadInput(unittest.TestCase):
         self.assert_refused(["bench", "--model", "toy", "--workload", "/nonexistent/w.jsonl",
                              "--csv", "", "--json", ""], "'/nonexistent/w.jsonl': no such file")
 
+    def test_a_workload_line_past_16_mib_is_refused_unread(self):
+        # /dev/zero is one endless line: it was read into memory until that ran out (4 GB and
+        # more), and a failed allocation read as "holds no conversation".
+        with tempfile.TemporaryDirectory() as tmp:
+            model = Path(tmp, "m.gguf")  # read after the workloads: never reached
+            model.write_bytes(b"not a model")
+            big = Path(tmp, "big.jsonl")
+            big.write_text('{"id": "a", "turns": ["hi"]}\n' + "x" * (17 << 20) + "\n")
+            for workload, line in (("/dev/zero", 1), (str(big), 2)):
+                if os.path.exists(workload):
+                    self.assert_refused(["bench", "--model", str(model), "--workload", workload,
+                                         "--csv", "", "--json", ""],
+                                        f"{workload}:{line}: a line of more than 16 MiB")
+
     def test_bad_lab_impl(self):
         rc, _, err = speclab("--help", env={"LAB_IMPL": "solutions"})
         self.assertEqual(rc, 2)

@@ -26,7 +26,8 @@ Workload load_workload(const std::string& path) {
   std::set<std::string> ids;
   std::string line;
   int number = 0;
-  while (std::getline(in, line)) {
+  // Capped: /dev/zero, one endless line, would be read until memory ran out.
+  while (read_line_capped(in, line, where(path, number + 1) + "a line", kMaxInputBytes)) {
     ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;

@@ -22,7 +22,8 @@ struct Workload {
 };
 
 // Reads a workload file. Throws UsageError naming the file and line for unreadable files,
-// malformed JSON, missing or mistyped fields, duplicate ids, invalid UTF-8 and empty files.
+// malformed JSON, missing or mistyped fields, duplicate ids, invalid UTF-8, empty files, and a
+// line of more than 16 MiB (kMaxInputBytes; read no further: /dev/zero ends there).
 Workload load_workload(const std::string& path);
 
 // The directory of the shipped workloads (data/workloads in the source tree).
