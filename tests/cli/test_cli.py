@@ -198,6 +198,22 @@ class BadInput(unittest.TestCase):
         self.assert_refused(["generate", "--model", "toy", "--prompt", "5", "--max-new-tokens",
                              "2", "--context", "3", "--n", "3"],
                             "--n 3 is too long for the context: this run holds at most 3 tokens")
+        # A chat grows turn by turn, and a bench has more than its first prompt: both were held to
+        # the first prompt + --max-new-tokens, and refused runs that fit ("at most 3 tokens").
+        rc, _, err = speclab("chat", "--model", "toy", "--max-new-tokens", "2", "--n", "5",
+                             stdin=b"1\n2 3 4 5 6 7 8\n")
+        self.assertEqual(rc, 0, err)
+        self.assert_refused(["chat", "--model", "toy", "--context", "64", "--max-new-tokens", "8",
+                             "--n", "64"],
+                            "--n 64 is too long for the context: this run holds at most 64 "
+                            "tokens (the model's limit", stdin=b"1 2 3\n")
+        bench = ["bench", "--model", "toy", "--workload", "toy-periodic", "--max-new-tokens",
+                 "4", "--repeats", "1", "--csv", "", "--json", "", "--no-progress"]
+        rc, _, err = speclab(*bench, "--n", "12")
+        self.assertEqual(rc, 0, err)
+        err = self.assert_refused(bench + ["--n", "500"], "--n 500 is too long for the context: "
+                                  "this run holds at most ")
+        self.assertIn("the longest conversation of workload toy-periodic", err)
 
     def test_prompt_plus_new_tokens_past_the_context(self):
         # --context 64 is below what the toy target can hold, so raising it is the way out.

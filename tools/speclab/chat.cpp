@@ -81,7 +81,11 @@ void run_chat(ChatOptions o) {
     prompt.insert(prompt.end(), user.begin(), user.end());
     check_fits_context(model, prompt.size(), o.decode.max_new_tokens,
                        name + ": the conversation so far");
-    if (drafter) check_n_fits(o.drafter, *model.target, prompt.size(), o.decode.max_new_tokens);
+    // Not this turn's prompt: the drafter keeps what it saw, and the conversation grows.
+    if (drafter) {
+      check_n_within(o.drafter, model.target->max_length(),
+                     "the model's limit, which the conversation grows towards turn by turn");
+    }
     return prompt;
   };
   std::string line;

@@ -604,16 +604,21 @@ std::unique_ptr<Drafter> make_drafter(const DrafterOptions& o, int k) {
 
 void check_n_fits(const DrafterOptions& o, const Target& target, std::size_t prompt_tokens,
                   int max_new_tokens) {
-  const std::string& name = o.drafter == "auto" ? o.auto_inner : o.drafter;
-  if (!drafter_info(name).uses_n()) return;
   const long long longest = std::min<long long>(
       target.max_length(), static_cast<long long>(prompt_tokens) + max_new_tokens);
+  check_n_within(o, longest,
+                 "prompt " + std::to_string(prompt_tokens) + " + max-new-tokens " +
+                     std::to_string(max_new_tokens) + ", model limit " +
+                     std::to_string(target.max_length()));
+}
+
+void check_n_within(const DrafterOptions& o, long long longest, const std::string& why) {
+  const std::string& name = o.drafter == "auto" ? o.auto_inner : o.drafter;
+  if (!drafter_info(name).uses_n()) return;
   if (o.n >= longest) {
     throw UsageError("--n " + std::to_string(o.n) +
                      " is too long for the context: this run holds at most " +
-                     std::to_string(longest) + " tokens (prompt " + std::to_string(prompt_tokens) +
-                     " + max-new-tokens " + std::to_string(max_new_tokens) + ", model limit " +
-                     std::to_string(target.max_length()) +
+                     std::to_string(longest) + " tokens (" + why +
                      "), so an n-gram that long, with a token after it, never fits");
   }
 }

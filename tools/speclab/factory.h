@@ -158,10 +158,15 @@ void add_drafter_flags(CLI::App& cmd, DrafterOptions& options,
 // of range, naming the flag.
 std::unique_ptr<Drafter> make_drafter(const DrafterOptions& options, int k);
 
-// Checks the n-gram size against the longest context this run can have: the model's limit, and
-// prompt + max_new_tokens. An n-gram that long can never occur twice, so it is a usage error.
+// Checks the n-gram size against the longest context a run of one prompt can have (generate,
+// trace): the model's limit, and prompt + max_new_tokens. check_n_within() says the rest.
 void check_n_fits(const DrafterOptions& options, const Target& target, std::size_t prompt_tokens,
                   int max_new_tokens);
+// Throws UsageError when the drafter `options` names reads --n and n >= `longest`, the most
+// tokens the run's context can hold (`why` says what sets that, for the message: "prompt 5 +
+// max-new-tokens 2, model limit 64"): an n-gram that long never occurs with a token after it.
+// A chat grows to the model's limit; a bench conversation to its prompts and replies.
+void check_n_within(const DrafterOptions& options, long long longest, const std::string& why);
 
 // Throws UsageError when `what` (prompt_tokens long) plus max_new_tokens would not fit in the
 // model's context: better said before the run than as an overflow half-way through it. The
