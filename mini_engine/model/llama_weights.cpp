@@ -198,6 +198,23 @@ LlamaWeights load_llama_weights(const GgufFile& file) {
   }
   w.token_embd = ld.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
 
+  // A corrupt (smaller) block count would leave later blocks unread and run a shallower model
+  // that prints garbage without a word: every blk.N tensor must belong to a block it counts.
+  for (const GgufTensor& t : file.tensors()) {
+    if (t.name.rfind("blk.", 0) != 0) continue;
+    const std::size_t dot = t.name.find('.', 4);
+    const std::string digits = t.name.substr(4, dot == std::string::npos ? dot : dot - 4);
+    if (digits.empty() || digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      continue;  // not a block tensor's name: left to the checks of the tensors read
+    }
+    if (std::stoi(digits) >= hp.n_layer) {
+      ld.fail("tensor '" + t.name + "' belongs to block " + digits + ", but llama.block_count is " +
+              std::to_string(hp.n_layer) + " (blocks 0 to " + std::to_string(hp.n_layer - 1) +
+              "): a corrupt block count?");
+    }
+  }
+
   const int q_dim = hp.n_head * hp.head_dim;
   for (int l = 0; l < hp.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";

@@ -164,6 +164,20 @@ TEST_SUITE("engine_forward / loading a Llama GGUF") {
     CHECK(load_error(s2).find("'output_norm.weight' is missing") != std::string::npos);
   }
 
+  TEST_CASE("tensors of blocks past llama.block_count are refused, not ignored") {
+    // A corrupt block count of 1 in a 30-block file loaded block 0 alone and decoded newlines.
+    TinyLlamaSpec s;
+    s.block_count_key = 1;  // the file holds blocks 0 and 1
+    const std::string err = load_error(s);
+    INFO(err);
+    CHECK(err.find("tensor 'blk.1.attn_norm.weight' belongs to block 1, but llama.block_count "
+                   "is 1") != std::string::npos);
+    TinyLlamaSpec fewer;  // block 1 missing altogether is a missing tensor, as before
+    fewer.block_count_key = 3;
+    CHECK(load_error(fewer).find("tensor 'blk.2.attn_norm.weight' is missing") !=
+          std::string::npos);
+  }
+
   TEST_CASE("a tensor of the wrong shape is named with both shapes") {
     TinyLlamaSpec s;
     s.shape_override["blk.0.attn_k.weight"] = {64, 64};  // 4 KV heads' worth instead of 2

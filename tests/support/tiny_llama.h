@@ -31,6 +31,7 @@ struct TinyLlamaSpec {
   std::set<std::string> omit;            // metadata keys or tensor names to leave out
   std::map<std::string, std::vector<std::uint64_t>> shape_override;  // tensor -> ggml shape
   std::map<std::string, std::uint32_t> type_override;                // tensor -> ggml type id
+  int block_count_key = -1;  // llama.block_count as written; -1: n_layer (the blocks written)
 };
 
 // Raw bytes of `rows` x `cols` random weights of ggml type `type` (F32, Q4_0, Q4_1 or Q8_0),
@@ -91,7 +92,8 @@ inline std::vector<std::uint8_t> build_tiny_llama(const TinyLlamaSpec& s) {
   key_u32("general.quantization_version", s.quantization_version);
   key_u32("llama.context_length", static_cast<std::uint32_t>(s.n_ctx));
   key_u32("llama.embedding_length", static_cast<std::uint32_t>(s.n_embd));
-  key_u32("llama.block_count", static_cast<std::uint32_t>(s.n_layer));
+  key_u32("llama.block_count",
+          static_cast<std::uint32_t>(s.block_count_key >= 0 ? s.block_count_key : s.n_layer));
   key_u32("llama.feed_forward_length", static_cast<std::uint32_t>(s.n_ff));
   key_u32("llama.attention.head_count", static_cast<std::uint32_t>(s.n_head));
   key_u32("llama.attention.head_count_kv", static_cast<std::uint32_t>(s.n_head_kv));
