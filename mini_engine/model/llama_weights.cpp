@@ -1,6 +1,7 @@
 #include "mini_engine/model/llama_weights.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace speclab {
@@ -38,8 +39,10 @@ class Loader {
     } catch (const GgufError& e) {
       fail(e.what());
     }
-    if (!(x > 0.0) || x > 1e30) {
-      fail("metadata key '" + key + "' = " + std::to_string(x) + " must be positive");
+    if (!(x > 0.0) || x > 1e30) {  // NaN and infinity included
+      char shown[32];
+      std::snprintf(shown, sizeof shown, "%g", x);
+      fail("metadata key '" + key + "' = " + shown + " must be positive and at most 1e+30");
     }
     return static_cast<float>(x);
   }

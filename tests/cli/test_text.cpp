@@ -96,6 +96,23 @@ TEST_SUITE("cli / text") {
                          UsageError);
     CHECK_THROWS_WITH_AS(codec->encode("100"), doctest::Contains("[0, 100)"), UsageError);
     CHECK_THROWS_AS(codec->encode("-1"), UsageError);
+    // A long word is shown in part, with its length: a 16 MiB word made a 16 MiB message.
+    const std::string long_word = "é" + std::string(99999, '7');  // 100001 bytes
+    try {
+      codec->encode("1 " + long_word);
+      FAIL("no error");
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      CHECK(what.size() < 300);
+      CHECK(what.find("'\xC3\xA9"
+                      "77777") != std::string::npos);
+      CHECK(what.find("...' (100001 bytes) is not one") != std::string::npos);
+    }
+    // A byte-order mark, which a terminal does not show, is named.
+    CHECK_THROWS_WITH_AS(codec->encode("\xEF\xBB\xBF"
+                                       "1 2"),
+                         doctest::Contains("(it begins with a byte-order mark, U+FEFF) is not one"),
+                         UsageError);
     CHECK(codec->encode("   ").empty());
     CHECK(codec->stop_tokens().empty());
   }

@@ -164,6 +164,20 @@ TEST_SUITE("engine_forward / loading a Llama GGUF") {
     CHECK(load_error(s2).find("'output_norm.weight' is missing") != std::string::npos);
   }
 
+  TEST_CASE("a real hyperparameter out of range is named with its value as written") {
+    // 1e38 was printed as "= 99999996802856924650656260769173209088.000000 must be positive".
+    TinyLlamaSpec s;
+    s.rope_base = 1e38f;
+    const std::string err = load_error(s);
+    INFO(err);
+    CHECK(err.find("'llama.rope.freq_base' = 1e+38 must be positive and at most 1e+30") !=
+          std::string::npos);
+    TinyLlamaSpec zero;
+    zero.rms_eps = 0.0f;
+    CHECK(load_error(zero).find("'llama.attention.layer_norm_rms_epsilon' = 0 must be positive") !=
+          std::string::npos);
+  }
+
   TEST_CASE("tensors of blocks past llama.block_count are refused, not ignored") {
     // A corrupt block count of 1 in a 30-block file loaded block 0 alone and decoded newlines.
     TinyLlamaSpec s;

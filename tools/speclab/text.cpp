@@ -34,6 +34,23 @@ bool well_formed(const unsigned char* s, int len) {
   return true;
 }
 
+// `word` in quotes for a message: its first 40 bytes or so (cut at a character) and its length
+// when it is longer (a 16 MiB word made a 16 MiB message), and a note when it begins with a
+// byte-order mark, which a terminal does not show.
+std::string quoted_word(std::string_view word) {
+  constexpr std::size_t kShown = 40;
+  std::string out = "'";
+  if (word.size() <= kShown) {
+    out += std::string(word) + "'";
+  } else {
+    std::size_t cut = kShown;
+    while (cut > 0 && (static_cast<unsigned char>(word[cut]) & 0xC0) == 0x80) --cut;
+    out += std::string(word.substr(0, cut)) + "...' (" + std::to_string(word.size()) + " bytes)";
+  }
+  if (word.substr(0, 3) == "\xEF\xBB\xBF") out += " (it begins with a byte-order mark, U+FEFF)";
+  return out;
+}
+
 class TokenIdCodec final : public TextCodec {
  public:
   explicit TokenIdCodec(int vocab) : vocab_(vocab) {}
@@ -61,8 +78,8 @@ class TokenIdCodec final : public TextCodec {
       if (ec != std::errc() || end != word.data() + word.size() || value < 0 || value >= vocab_) {
         throw UsageError("the toy target reads token ids, numbers in [0, " +
                          std::to_string(vocab_) +
-                         ") separated by spaces (for example \"3 1 4 1 5\"); '" +
-                         std::string(word) + "' is not one");
+                         ") separated by spaces (for example \"3 1 4 1 5\"); " + quoted_word(word) +
+                         " is not one");
       }
       out.push_back(static_cast<Token>(value));
       i = j;
