@@ -16,8 +16,10 @@ FETCH = Path(__file__).resolve().parents[2] / "tools" / "fetch_model"
 
 
 def fetch(env_extra, *args):
+    """Runs tools/fetch_model with env_extra over the environment (a value of None removes it)."""
     env = dict(os.environ)
     env.update(env_extra)
+    env = {k: v for k, v in env.items() if v is not None}
     p = subprocess.run([sys.executable, str(FETCH), *args], capture_output=True, text=True,
                        env=env, timeout=60)
     return p.returncode, p.stdout, p.stderr
@@ -49,7 +51,28 @@ class Options(unittest.TestCase):
             self.assertNotIn("Traceback", err)
 
 
+    def test_no_home_and_no_cache_folder_is_named_not_taken_for_the_root(self):
+        # HOME='' made the cache /.cache/speclab: the 93 MB download went there.
+        had_root_cache = os.path.exists("/.cache/speclab")
+        for home in ("", None):  # empty, and not set at all
+            rc, out, err = fetch({"SPECLAB_CACHE": "", "SPECLAB_MODEL": "", "HOME": home,
+                                  "PIP_NO_INDEX": "1"})
+            self.assertEqual(rc, 1, err)
+            self.assertIn("neither SPECLAB_CACHE nor HOME is set", err)
+            self.assertEqual(os.path.exists("/.cache/speclab"), had_root_cache)
+
+
 class SpeclabModel(unittest.TestCase):
+    def test_a_special_file_is_named_as_such_not_as_missing(self):
+        # A FIFO (or a device) exists: "does not exist" sent the user looking for a typo.
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "model.fifo")
+            os.mkfifo(fifo)
+            rc, out, err = fetch({"SPECLAB_MODEL": fifo})
+            self.assertEqual(rc, 1, err)
+            self.assertIn(f"SPECLAB_MODEL={fifo} is not a regular file", err)
+            self.assertNotIn("does not exist", err)
+
     def test_a_file_that_is_not_the_pinned_model_is_used_with_a_warning(self):
         with tempfile.TemporaryDirectory() as tmp:
             other = os.path.join(tmp, "other.gguf")
