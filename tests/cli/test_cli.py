@@ -607,9 +607,13 @@ class BadInput(unittest.TestCase):
     def test_an_unknown_auto_inner_is_refused_even_without_auto(self):
         # Without --drafter auto it only drew "has no effect", and the typo went unnoticed.
         for drafter in ("auto", "sa"):
-            self.assert_refused(["generate", "--model", "toy", "--drafter", drafter,
-                                 "--auto-inner", "bogus"],
-                                "--auto-inner: unknown drafter 'bogus'; valid: none, ")
+            err = self.assert_refused(["generate", "--model", "toy", "--drafter", drafter,
+                                       "--auto-inner", "bogus"],
+                                      "--auto-inner: unknown drafter 'bogus'; valid: "
+                                      "prompt-lookup, ngram, ")
+            # none and auto are refused as --auto-inner: the list must not offer them.
+            self.assertNotIn("none", err)
+            self.assertNotIn(", auto", err)
 
     def test_one_workload_by_name_and_by_path_is_named_twice(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -483,12 +483,14 @@ void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string
                  owned("--auto-inner", "the drafter the policy steers"))
       ->check(CLI::Validator(  // a name is checked even where the flag has no effect
           [](std::string& name) -> std::string {
-            try {
-              drafter_info(name);
-              return {};
-            } catch (const UsageError& e) {
-              return e.what();
+            bool known = false;
+            std::vector<std::string> steerable;  // every drafter but none and auto
+            for (const DrafterInfo& d : drafter_catalog()) {
+              known = known || d.name == name;
+              if (d.name != "none" && d.name != "auto") steerable.push_back(d.name);
             }
+            if (known) return {};
+            return "unknown drafter '" + name + "'; valid: " + join(steerable, ", ");
           },
           "DRAFTER"))
       ->capture_default_str()
