@@ -604,6 +604,12 @@ class BadInput(unittest.TestCase):
                                   "--out '/proc/speclab.jsonl': cannot create it in '/proc'")
         self.assertNotIn("partial", err)
 
+    def test_all_listed_with_other_drafters_is_named(self):
+        # It was called an unknown drafter, though --help offers it.
+        for drafters in (["--drafter", "all", "--drafter", "sa"], ["--drafter", "sa,all"]):
+            self.assert_refused(["bench", "--model", "toy", *drafters],
+                                "--drafter: 'all' stands for every drafter on its own")
+
     def test_an_unknown_auto_inner_is_refused_even_without_auto(self):
         # Without --drafter auto it only drew "has no effect", and the typo went unnoticed.
         for drafter in ("auto", "sa"):

@@ -78,6 +78,12 @@ std::vector<std::string> compared_drafters(const BenchOptions& o) {
       if (d != "none") names.push_back(d);
     }
   }
+  if (std::find(names.begin(), names.end(), "all") != names.end()) {
+    throw UsageError(
+        "--drafter: 'all' stands for every drafter on its own; it cannot be listed "
+        "with others (" +
+        join_and(names) + ")");
+  }
   return names;
 }
 
