@@ -647,6 +647,17 @@ class BadInput(unittest.TestCase):
                 self.assertEqual(p.returncode, 2, p.stderr)
                 self.assertIn(needle, p.stderr)
 
+    def test_a_closed_standard_input_is_named(self):
+        # `<&-` read as empty input: "the prompt is empty", "no message on standard input".
+        for args, needle in ((["generate", "--prompt-file", "-"],
+                              "--prompt-file '-': standard input is closed"),
+                             (["chat"], "chat: standard input is closed")):
+            p = subprocess.run([SPECLAB, *args, "--model", "toy"], preexec_fn=lambda: os.close(0),
+                               capture_output=True, text=True, timeout=60,
+                               env={k: v for k, v in os.environ.items() if k != "LAB_IMPL"})
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(needle, p.stderr)
+
     def test_demo_with_more_threads_than_cores_is_refused_not_a_fallback(self):
         # It fell back to the toy target, saying "SmolLM2 is not available: --threads 64 ...".
         cores = os.cpu_count() or 1

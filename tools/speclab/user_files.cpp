@@ -62,9 +62,12 @@ bool read_line_capped(std::istream& in, std::string& line, const std::string& wh
 
 void require_stdin_not_a_folder(const std::string& named) {
   struct stat st {};
-  if (::fstat(STDIN_FILENO, &st) == 0 && S_ISDIR(st.st_mode)) {
-    throw UsageError(named + ": standard input is a directory, not a file");
+  errno = 0;
+  if (::fstat(STDIN_FILENO, &st) != 0) {
+    if (errno == EBADF) throw UsageError(named + ": standard input is closed (`<&-`?)");
+    return;
   }
+  if (S_ISDIR(st.st_mode)) throw UsageError(named + ": standard input is a directory, not a file");
 }
 
 std::string mib(std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }

@@ -29,7 +29,8 @@ bool read_line_capped(std::istream& in, std::string& line, const std::string& wh
                       std::size_t limit);
 
 // Throws UsageError "<named>: standard input is a directory, not a file" when it is one (a shell's
-// `< folder`): reading it fails, and the failure used to read as empty input.
+// `< folder`), and "<named>: standard input is closed" when it is (`<&-`): reading either fails,
+// and the failure used to read as empty input.
 void require_stdin_not_a_folder(const std::string& named);
 
 // "16 MiB" for 16 << 20.
