@@ -1491,6 +1491,21 @@ class RealModel(unittest.TestCase):
     PROMPT = ("Rename x to count and reply with the code only:\n"
               "def add_one(x):\n    y = x + 1\n    return y")
 
+    def test_running_out_of_memory_is_named(self):
+        # Under `ulimit -v 150000` loading the model printed "speclab: error: std::bad_alloc".
+        import resource
+
+        def limit():
+            resource.setrlimit(resource.RLIMIT_AS, (150 << 20, 150 << 20))
+
+        p = subprocess.run([SPECLAB, "generate", "--model", "smollm2", "--threads", "2",
+                            "--prompt", "hi", "--max-new-tokens", "4"], preexec_fn=limit,
+                           capture_output=True, text=True, timeout=120,
+                           env={k: v for k, v in os.environ.items() if k != "LAB_IMPL"})
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("speclab: error: out of memory (an allocation failed)", p.stderr)
+        self.assertNotIn("terminate called", p.stderr)
+
     def test_generate_is_text_and_lossless_for_every_drafter(self):
         args = ["generate", "--model", "smollm2", "--threads", "2", "--max-new-tokens", "24",
                 "--prompt", self.PROMPT]

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,12 @@ int main(int argc, char** argv) {
                  "  (LAB_IMPL=starter runs labs/*/starter.cpp; unset LAB_IMPL to run the "
                  "reference solutions)\n",
                  e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    // Its what() is "std::bad_alloc" alone: say what it means and what limits memory.
+    std::fprintf(stderr,
+                 "speclab: error: out of memory (an allocation failed): the model and its KV cache "
+                 "need a few hundred MB; check `ulimit -v` and the memory free\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "speclab: error: %s\n", e.what());
