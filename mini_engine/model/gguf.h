@@ -13,13 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "mini_engine/core/printable.h"
 #include "mini_engine/model/quant.h"
 
 namespace speclab {
 
 class GgufError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // The message is kept printable(): it quotes names from the file, which may hold any byte.
+  explicit GgufError(const std::string& message) : std::runtime_error(printable(message)) {}
 };
 
 // GGUF metadata value types (as stored in the file).

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "mini_engine/core/printable.h"
 #include "mini_engine/model/gguf.h"
 #include "mini_engine/model/quant.h"
 
@@ -17,7 +18,8 @@ namespace speclab {
 // a missing key or tensor, a shape that does not fit the hyperparameters, an unsupported type.
 class ModelError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // The message is kept printable(): it quotes names from the file, which may hold any byte.
+  explicit ModelError(const std::string& message) : std::runtime_error(printable(message)) {}
 };
 
 struct LlamaHParams {

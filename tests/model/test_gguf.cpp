@@ -103,6 +103,20 @@ TEST_SUITE("model / GGUF reader") {
         GgufError);
   }
 
+  TEST_CASE("a NUL byte in a name from the file is shown, and does not cut the message short") {
+    // what() is a C string: a key holding a NUL ended the message at it, byte offset and all.
+    GgufWriter w;
+    w.kv_u32(std::string("a\0b", 3), 1);
+    w.kv_u32(std::string("a\0b", 3), 2);
+    CHECK_THROWS_WITH_AS(GgufFile::parse(w.build()),
+                         doctest::Contains("duplicate metadata key 'a\\x00b' (at byte offset"),
+                         GgufError);
+    GgufWriter t;
+    t.tensor(std::string("x\0", 2), 6 /* Q5_0 */, {32}, std::vector<std::uint8_t>(22));
+    CHECK_THROWS_WITH_AS(GgufFile::parse(t.build()),
+                         doctest::Contains("tensor 'x\\x00' has ggml type id 6"), GgufError);
+  }
+
   TEST_CASE("a tensor whose extent runs past the end of the file is rejected") {
     auto bytes = sample_file();
     bytes.resize(bytes.size() - 10);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mini_engine/core/printable.h"  // printable(), which UsageError applies
 #include "mini_engine/core/token.h"
 #include "mini_engine/spec/round.h"
 
@@ -17,10 +18,6 @@ class GgufFile;
 }
 
 namespace speclab::cli {
-
-// `text` with each control byte but newline and tab (a NUL, an escape, DEL) written as \xNN:
-// safe to print, and not cut short at a NUL by what() (a C string).
-std::string printable(std::string_view text);
 
 // Bad input from the user (a flag value, a prompt, a file): the CLI prints the message and
 // exits with status 2. Anything else that goes wrong exits with status 1. The message is kept
