@@ -1491,6 +1491,15 @@ class RealModel(unittest.TestCase):
     PROMPT = ("Rename x to count and reply with the code only:\n"
               "def add_one(x):\n    y = x + 1\n    return y")
 
+    def test_demo_too_long_for_the_context_points_at_its_own_flags(self):
+        # demo's prompt is built in: "shorten the prompt" pointed at nothing it takes.
+        rc, _, err = speclab("demo", "--model", "smollm2", "--threads", "2", "--max-new-tokens",
+                             "100000")
+        self.assertEqual(rc, 2, err)
+        self.assertIn("does not fit the context", err)
+        self.assertIn("(lower --max-new-tokens)", err)
+        self.assertNotIn("shorten the prompt", err)
+
     def test_running_out_of_memory_is_named(self):
         # Under `ulimit -v 150000` loading the model printed "speclab: error: std::bad_alloc".
         import resource

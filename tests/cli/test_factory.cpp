@@ -224,7 +224,9 @@ TEST_SUITE("cli / factory") {
       std::vector<int> ns;
       add_target_flags(cmd, t);
       std::uint64_t seed = 0;
-      if (name == "seeded") add_seed_flag(cmd, seed, "a seed");
+      double temperature = 0;
+      if (name.rfind("seeded", 0) == 0) add_seed_flag(cmd, seed, "a seed");
+      if (name == "seeded-sampling") cmd.add_option("--temperature", temperature);
       if (name == "bench") {
         add_drafter_flags(cmd, d, &drafters, &ns);
       } else {
@@ -266,10 +268,15 @@ TEST_SUITE("cli / factory") {
               .empty());
     CHECK(ignored("--threads 4 --device cpu", real_ngram).empty());
     // --seed: it seeds sampling and the toy target's text, so it is idle only when neither runs.
-    CHECK(ignored("--seed 7", FlagContext{.drafters = {"sa"}, .seed_unused = true}, "seeded") ==
+    CHECK(ignored("--seed 7", FlagContext{.drafters = {"sa"}, .seed_unused = true},
+                  "seeded-sampling") ==
           std::vector<std::string>{
               "--seed has no effect: the runs decode greedily (--temperature 0) and none is on "
               "the toy target, whose text it seeds"});
+    // A command without --temperature (demo) is not pointed at it.
+    CHECK(ignored("--seed 7", FlagContext{.drafters = {"sa"}, .seed_unused = true}, "seeded") ==
+          std::vector<std::string>{"--seed has no effect: the runs decode greedily and none is "
+                                   "on the toy target, whose text it seeds"});
     CHECK(ignored("--seed 7", FlagContext{.drafters = {"sa"}}, "seeded").empty());
     // An unknown drafter is for make_drafter() to refuse, not for a warning.
     CHECK(ignored("--pad", FlagContext{.drafters = {"magic"}}).empty());

@@ -626,7 +626,7 @@ void check_n_within(const DrafterOptions& o, long long longest, const std::strin
 }
 
 void check_fits_context(const Model& model, std::size_t prompt_tokens, int max_new_tokens,
-                        const std::string& what) {
+                        const std::string& what, bool prompt_given) {
   const Target& target = *model.target;
   if (prompt_tokens + static_cast<std::size_t>(max_new_tokens) <=
       static_cast<std::size_t>(target.max_length())) {
@@ -638,7 +638,8 @@ void check_fits_context(const Model& model, std::size_t prompt_tokens, int max_n
           ? " tokens (shorten the prompt, lower --max-new-tokens, or raise --context, up to the "
             "model's own limit of " +
                 std::to_string(model.context_limit) + ")"
-          : " tokens, the model's own limit (shorten the prompt or lower --max-new-tokens)";
+          : std::string(" tokens, the model's own limit (") +
+                (prompt_given ? "shorten the prompt or " : "") + "lower --max-new-tokens)";
   throw UsageError(what + " (" + std::to_string(prompt_tokens) + " tokens) + --max-new-tokens " +
                    std::to_string(max_new_tokens) + " does not fit the context: " + target.name() +
                    " holds at most " + std::to_string(target.max_length()) + way_out);
@@ -690,8 +691,10 @@ std::string why_ignored(const CLI::App& cmd, const std::string& flag, const Flag
     if (flag == "--raw" && run.toy) return "the toy target has no chat template to leave out";
   }
   if (flag == "--seed" && run.seed_unused) {
-    return "the runs decode greedily (--temperature 0) and none is on the toy target, whose text "
-           "it seeds";
+    // demo has no --temperature: name it only where the command has it.
+    const bool samples = cmd.get_option_no_throw("--temperature") != nullptr;
+    return std::string("the runs decode greedily") + (samples ? " (--temperature 0)" : "") +
+           " and none is on the toy target, whose text it seeds";
   }
   if (flag == "--k") {
     for (const std::string& d : run.drafters) {

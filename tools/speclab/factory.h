@@ -171,9 +171,10 @@ void check_n_within(const DrafterOptions& options, long long longest, const std:
 // Throws UsageError when `what` (prompt_tokens long) plus max_new_tokens would not fit in the
 // model's context: better said before the run than as an overflow half-way through it. The
 // message suggests raising --context only when --context set the context below the model's own
-// limit; at that limit it says so.
+// limit; at that limit it says so. It suggests shortening the prompt unless `prompt_given` is
+// false (demo's prompt is built in).
 void check_fits_context(const Model& model, std::size_t prompt_tokens, int max_new_tokens,
-                        const std::string& what = "the prompt");
+                        const std::string& what = "the prompt", bool prompt_given = true);
 
 // ---- flags that do not apply ----
 
