@@ -6,6 +6,7 @@
 #include <memory>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "clocked_drafter.h"
@@ -30,6 +31,17 @@ ToyTargetConfig periodic_cfg(std::uint64_t seed, double noise) {
   c.vocab_size = 128;
   return c;
 }
+
+// Proposes the same tokens in every round, whatever the context and k.
+class FixedDrafter final : public Drafter {
+ public:
+  explicit FixedDrafter(V drafts) : drafts_(std::move(drafts)) {}
+  std::string name() const override { return "fixed"; }
+  std::vector<Token> propose(std::span<const Token>, int) override { return drafts_; }
+
+ private:
+  V drafts_;
+};
 
 // A prompt per request: the regime's prompt, shifted so that requests differ.
 V prompt_for(const ToyTarget& t, int i, int len) {
@@ -398,11 +410,7 @@ TEST_SUITE("engine / batched speculative loop") {
   }
 
   TEST_CASE("batched: a stop token among the accepted drafts leaves no bonus in the round record") {
-    class Fixed final : public Drafter {
-     public:
-      std::string name() const override { return "fixed"; }
-      std::vector<Token> propose(std::span<const Token>, int) override { return {1, 2, 3}; }
-    } fixed;
+    FixedDrafter fixed({1, 2, 3});
     ToyBatchTarget batch(periodic_cfg(0, 0.0));
     std::vector<BatchRequest> reqs(1);
     reqs[0].prompt = {5, 6};
@@ -433,11 +441,7 @@ TEST_SUITE("engine / batched speculative loop") {
   }
 
   TEST_CASE("batched: a round without drafts is not a bonus round") {
-    class Silent final : public Drafter {
-     public:
-      std::string name() const override { return "silent"; }
-      std::vector<Token> propose(std::span<const Token>, int) override { return {}; }
-    } silent;
+    FixedDrafter silent({});
     ToyBatchTarget batch(periodic_cfg(0, 0.0));
     std::vector<BatchRequest> reqs(1);
     reqs[0].prompt = {5, 6};
