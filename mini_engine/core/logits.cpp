@@ -30,6 +30,11 @@ std::span<const float> Logits::row(int i) const { return const_cast<Logits*>(thi
 
 void require_finite_choices(const Logits& logits, std::span<const Token> chosen,
                             std::int64_t first_position, const std::string& who) {
+  if (chosen.size() > static_cast<size_t>(logits.rows())) {
+    throw std::out_of_range(who + ": require_finite_choices: " + std::to_string(chosen.size()) +
+                            " tokens chosen for " + std::to_string(logits.rows()) +
+                            " rows of logits");
+  }
   for (size_t i = 0; i < chosen.size(); ++i) {
     if (chosen[i] < 0 || chosen[i] >= logits.vocab()) {
       throw std::invalid_argument(who + ": require_finite_choices: token id " +

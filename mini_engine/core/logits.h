@@ -35,8 +35,8 @@ class Logits {
 // for some i, row i's score for chosen[i] is NaN or +infinity: the model's numbers broke down (a
 // corrupt model, a kernel bug), and what it chose is noise. (-infinity is a score: a target may
 // rule tokens out with it.) chosen[i] is the token at position first_position + i. Throws
-// std::out_of_range when chosen.size() > rows() and std::invalid_argument for an id outside
-// [0, vocab()), before reading it.
+// std::out_of_range when chosen.size() > rows(), before reading any row, and
+// std::invalid_argument for an id outside [0, vocab()), before reading it.
 void require_finite_choices(const Logits& logits, std::span<const Token> chosen,
                             std::int64_t first_position, const std::string& who);
 

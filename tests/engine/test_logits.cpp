@@ -95,5 +95,13 @@ TEST_SUITE("engine / logits") {
     }
     const std::vector<Token> three = {1, 1, 1};
     CHECK_THROWS_AS(require_finite_choices(l, three, 0, "toy"), std::out_of_range);
+    // Too many choices is checked before any of them is read: a bad id or a NaN among the first
+    // rows used to decide which exception came out.
+    const std::vector<Token> bad_id_then_too_many = {1, 100, 1}, nan_then_too_many = {2, 5, 1};
+    CHECK_THROWS_WITH_AS(require_finite_choices(l, bad_id_then_too_many, 0, "toy"),
+                         doctest::Contains("toy: require_finite_choices: 3 tokens chosen for 2 "
+                                           "rows of logits"),
+                         std::out_of_range);
+    CHECK_THROWS_AS(require_finite_choices(l, nan_then_too_many, 0, "toy"), std::out_of_range);
   }
 }
