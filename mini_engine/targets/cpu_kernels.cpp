@@ -1180,6 +1180,7 @@ void matmul(const PackedMatrix& w, const QuantizedActs& x, float* y, int ldy, in
 
 void matmul(MatmulKernel kernel, const QuantMatrix& w, const QuantizedActs& x, float* y, int ldy,
             int r0, int r1) {
+  check_kernel(kernel, "matmul");
   check_shapes(w, x, ldy, r0, r1);
   if (x.rows() == 0 || r0 == r1) return;
   switch (kernel) {
@@ -1193,7 +1194,6 @@ void matmul(MatmulKernel kernel, const QuantMatrix& w, const QuantizedActs& x, f
 #endif
     case MatmulKernel::packed: return matmul_packed_unchecked(PackedMatrix(w), x, y, ldy, r0, r1);
   }
-  check_kernel(kernel, "matmul");  // none of the above: throws
 }
 
 void check_kernel(MatmulKernel kernel, const char* who) {

@@ -281,6 +281,10 @@ TEST_SUITE("engine_forward / quantized matrix products") {
     CHECK_THROWS_WITH_AS(matmul(static_cast<MatmulKernel>(9), w, x64, y.data(), 8, 0, 8),
                          doctest::Contains("kernel 9 is not a MatmulKernel"),
                          std::invalid_argument);
+    // So is one with no work to do: the header promises the check, not only when rows are read.
+    CHECK_THROWS_WITH_AS(matmul(static_cast<MatmulKernel>(9), w, x64, y.data(), 8, 0, 0),
+                         doctest::Contains("kernel 9 is not a MatmulKernel"),
+                         std::invalid_argument);
   }
 
   TEST_CASE("dequantize_matrix_row refuses a row outside the matrix") {
