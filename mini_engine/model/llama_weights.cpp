@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 
 namespace speclab {
 namespace {
@@ -15,20 +16,24 @@ class Loader {
     throw ModelError(f_.path() + ": " + what);
   }
 
-  // A required positive integer hyperparameter.
-  int hparam(const std::string& key) const {
-    const GgufValue* v = f_.find(key);
-    if (!v) fail("metadata key '" + key + "' is missing (a Llama model needs it)");
-    std::int64_t x = 0;
+  // An optional integer key: nullopt when absent; a value of another type is an error, not 0.
+  std::optional<std::int64_t> optional_int(const std::string& key) const {
+    if (!f_.find(key)) return std::nullopt;
     try {
-      x = f_.get_int(key);
+      return f_.get_int(key);
     } catch (const GgufError& e) {
       fail(e.what());
     }
-    if (x < 1 || x > std::numeric_limits<int>::max()) {
-      fail("metadata key '" + key + "' = " + std::to_string(x) + " is out of range");
+  }
+
+  // A required positive integer hyperparameter.
+  int hparam(const std::string& key) const {
+    const std::optional<std::int64_t> x = optional_int(key);
+    if (!x) fail("metadata key '" + key + "' is missing (a Llama model needs it)");
+    if (*x < 1 || *x > std::numeric_limits<int>::max()) {
+      fail("metadata key '" + key + "' = " + std::to_string(*x) + " is out of range");
     }
-    return static_cast<int>(x);
+    return static_cast<int>(*x);
   }
 
   float real_param(const std::string& key) const {
@@ -139,17 +144,10 @@ LlamaWeights load_llama_weights(const GgufFile& file) {
 
   // Q4_0, Q4_1 and Q8_0 changed their block layouts twice in 2023, before GGUF existed; every
   // GGUF file holds version 2, and reading another version's blocks as these gives garbage.
-  if (file.find("general.quantization_version")) {
-    std::int64_t version = 0;
-    try {
-      version = file.get_int("general.quantization_version");
-    } catch (const GgufError& e) {
-      ld.fail(e.what());
-    }
-    if (version != 2) {
-      ld.fail("general.quantization_version is " + std::to_string(version) +
-              "; SpecLab reads ggml's quantization format 2, the one GGUF files hold");
-    }
+  if (const auto version = ld.optional_int("general.quantization_version");
+      version && *version != 2) {
+    ld.fail("general.quantization_version is " + std::to_string(*version) +
+            "; SpecLab reads ggml's quantization format 2, the one GGUF files hold");
   }
 
   LlamaWeights w;
@@ -175,9 +173,9 @@ LlamaWeights load_llama_weights(const GgufFile& file) {
   if (hp.head_dim % 2 != 0) {
     ld.fail("head dimension " + std::to_string(hp.head_dim) + " is odd; RoPE rotates pairs");
   }
-  if (const GgufValue* v = file.find("llama.rope.dimension_count")) {
-    if (v->integer != hp.head_dim) {
-      ld.fail("llama.rope.dimension_count = " + std::to_string(v->integer) +
+  if (const auto rope_dims = ld.optional_int("llama.rope.dimension_count")) {
+    if (*rope_dims != hp.head_dim) {
+      ld.fail("llama.rope.dimension_count = " + std::to_string(*rope_dims) +
               " differs from the head dimension " + std::to_string(hp.head_dim) +
               "; partial rotary embeddings are not supported");
     }
@@ -193,9 +191,9 @@ LlamaWeights load_llama_weights(const GgufFile& file) {
             ", expected [" + std::to_string(hp.n_embd) + ", n_vocab]");
   }
   hp.n_vocab = static_cast<int>(embd.shape[1]);
-  if (const GgufValue* v = file.find("llama.vocab_size")) {
-    if (v->integer != hp.n_vocab) {
-      ld.fail("llama.vocab_size = " + std::to_string(v->integer) +
+  if (const auto vocab = ld.optional_int("llama.vocab_size")) {
+    if (*vocab != hp.n_vocab) {
+      ld.fail("llama.vocab_size = " + std::to_string(*vocab) +
               " differs from the rows of token_embd.weight (" + std::to_string(hp.n_vocab) + ")");
     }
   }

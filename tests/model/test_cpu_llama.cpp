@@ -144,6 +144,34 @@ TEST_SUITE("engine_forward / loading a Llama GGUF") {
     CHECK(load_error(absent) == "(no ModelError thrown)");
   }
 
+  TEST_CASE("the optional keys that must agree with the tensors are checked, type and value") {
+    // llama.rope.dimension_count must be the head dimension (64 / 4 = 16 here) and
+    // llama.vocab_size the rows of token_embd.weight (96). A float-typed key used to be read as
+    // the integer 0 and blamed on its value ("= 0 differs from the head dimension").
+    TinyLlamaSpec agree;
+    agree.extra_u32 = {{"llama.rope.dimension_count", 16}, {"llama.vocab_size", 96}};
+    CHECK(load_error(agree) == "(no ModelError thrown)");
+    TinyLlamaSpec partial;
+    partial.extra_u32 = {{"llama.rope.dimension_count", 8}};
+    CHECK(load_error(partial).find("llama.rope.dimension_count = 8 differs from the head "
+                                   "dimension 16") != std::string::npos);
+    TinyLlamaSpec vocab;
+    vocab.extra_u32 = {{"llama.vocab_size", 95}};
+    CHECK(load_error(vocab).find("llama.vocab_size = 95 differs from the rows of "
+                                 "token_embd.weight (96)") != std::string::npos);
+    for (const char* key :
+         {"llama.rope.dimension_count", "llama.vocab_size", "general.quantization_version"}) {
+      TinyLlamaSpec s;
+      s.omit.insert("general.quantization_version");
+      s.extra_f32 = {{key, 16.0f}};
+      const std::string err = load_error(s);
+      INFO(std::string(key), ": ", err);
+      CHECK(err.find(key) != std::string::npos);
+      CHECK(err.find("integer") != std::string::npos);
+      CHECK(err.find("= 0") == std::string::npos);
+    }
+  }
+
   TEST_CASE("a missing hyperparameter key is named") {
     for (const char* key : {"llama.attention.head_count_kv", "llama.block_count",
                             "llama.rope.freq_base", "llama.attention.layer_norm_rms_epsilon"}) {

@@ -32,6 +32,8 @@ struct TinyLlamaSpec {
   std::map<std::string, std::vector<std::uint64_t>> shape_override;  // tensor -> ggml shape
   std::map<std::string, std::uint32_t> type_override;                // tensor -> ggml type id
   int block_count_key = -1;  // llama.block_count as written; -1: n_layer (the blocks written)
+  std::map<std::string, std::uint32_t> extra_u32;  // more metadata keys, written as uint32
+  std::map<std::string, float> extra_f32;          // and as float32
 };
 
 // Raw bytes of `rows` x `cols` random weights of ggml type `type` (F32, Q4_0, Q4_1 or Q8_0),
@@ -99,6 +101,8 @@ inline std::vector<std::uint8_t> build_tiny_llama(const TinyLlamaSpec& s) {
   key_u32("llama.attention.head_count_kv", static_cast<std::uint32_t>(s.n_head_kv));
   key_f32("llama.rope.freq_base", s.rope_base);
   key_f32("llama.attention.layer_norm_rms_epsilon", s.rms_eps);
+  for (const auto& [k, v] : s.extra_u32) w.kv_u32(k, v);
+  for (const auto& [k, v] : s.extra_f32) w.kv_f32(k, v);
 
   std::uint64_t seed = s.seed * 1000;
   auto tensor = [&](const std::string& name, std::uint32_t type, int cols, int rows, float scale) {
