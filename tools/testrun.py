@@ -38,8 +38,9 @@ import time
 VALID_IMPLS = ("solution", "starter")
 SKIP_CODE = 77
 LOADER_FAILED = 127  # the exit code of a program the dynamic loader could not start
-# The line tests/support/test_util.h's skip() prints before it exits with SKIP_CODE. Exit code 77
-# alone is no skip: the code under test may call exit(77) itself.
+# The line tests/support/test_util.h's skip() prints before it exits with SKIP_CODE, followed by
+# the line "speclab-case-skip TOKEN" with the case's token. Exit code 77 alone is no skip, nor is
+# the SKIPPED line without the token: the code under test may print it and call exit(77) itself.
 SKIP_LINE = re.compile(r"^SKIPPED: (.*)$", re.M)
 # What is printed when an allocation fails: doctest's report of a std::bad_alloc that escaped the
 # case or a check (its what() is "std::bad_alloc"), or the C++ runtime's when it escaped where
@@ -111,8 +112,10 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
         cap = int(output_mb) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
 
-    # The test program prints this token back once doctest has finished (tests/support/
-    # doctest_main.cpp): output alone, a copy of doctest's summary line, cannot pass a case.
+    # The test program prints this token back once doctest has finished, with doctest's result
+    # (tests/support/doctest_main.cpp): output alone, a copy of doctest's summary line, cannot
+    # pass a case, nor can code that runs after doctest (an atexit handler) and changes the exit
+    # code or prints a summary of its own.
     token = secrets.token_hex(16)
     env = dict(os.environ if env is None else env, SPECLAB_CASE_TOKEN=token)
     start = time.monotonic()
@@ -125,14 +128,28 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             text = _read_output(f)
+            if BAD_ALLOC_CAUGHT.search(text):
+                # A memory hog: each check filled the limit again before its bad_alloc, until
+                # the time ran out. What went wrong first is the memory.
+                return _out_of_memory(text, case, mem_mb, time.monotonic() - start, (
+                    f" again and again, and was killed when it ran past its time limit "
+                    f"({timeout:g} s)"))
             return CaseRun("timeout", text + (
                 f"\nTIMEOUT: '{case}' ran longer than {timeout:g} s and was killed. Look for a "
                 "loop that never ends.\n"), seconds=time.monotonic() - start)
         text = _read_output(f)
     seconds = time.monotonic() - start
-    end_line = f"\nspeclab-case-end {token}\n"
-    finished = end_line in text
-    text = text.replace(end_line, "\n")
+    end = re.search(rf"\nspeclab-case-end {token} (-?\d+)\n", text)
+    finished = end is not None
+    # doctest's own output is what came before the marker; anything after it was printed once
+    # doctest had finished, by code that is not the tests.
+    doctest_text = text[:end.start()] if end else text
+    doctest_rc = int(end.group(1)) if end else None
+    if end:
+        text = text[:end.start()] + "\n" + text[end.end():]
+    skip_line = f"\nspeclab-case-skip {token}\n"
+    skipped = skip_line in text
+    text = text.replace(skip_line, "\n")
     if rc < 0:
         name = signal.Signals(-rc).name
         if name == "SIGABRT" and BAD_ALLOC_UNCAUGHT.search(text):
@@ -143,7 +160,7 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
             why = "Look for an out-of-range index or an invalid pointer."
         return CaseRun("crashed", text + f"\nCRASH: '{case}' was killed by {name}: {why}\n",
                        name, seconds)
-    if rc == SKIP_CODE and SKIP_LINE.search(text):
+    if rc == SKIP_CODE and skipped and SKIP_LINE.search(text):
         return CaseRun("skipped", text, seconds=seconds)
     if rc == LOADER_FAILED and mem_mb and mem_mb > 0 and "[doctest]" not in text:
         # doctest prints its header before any case runs: this program never got that far. Under
@@ -152,14 +169,15 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
             f"\nERROR: the test program exited with code {rc} before doctest started: its "
             f"{mem_mb} MiB memory limit may be too small for the program to start.\n"),
             seconds=seconds)
-    # doctest's own summary is the last one: code under test may print lines like it.
-    summaries = list(re.finditer(r"test cases:\s*(\d+)\s*\|\s*(\d+) passed", text))
+    # doctest's own summary is the last one before the marker: code under test may print lines
+    # like it, before or after.
+    summaries = list(re.finditer(r"test cases:\s*(\d+)\s*\|\s*(\d+) passed", doctest_text))
     m = summaries[-1] if summaries else None
     if m and int(m.group(1)) != 1 and finished:
         return CaseRun("missing", text + (
             f"\nERROR: the filter for '{case}' selected {m.group(1)} test cases instead of 1. "
             "Rebuild, then run ctest again.\n"), seconds=seconds)
-    if rc == 0 and m and int(m.group(2)) == 1 and finished:
+    if rc == 0 and doctest_rc == 0 and m and int(m.group(2)) == 1:
         return CaseRun("passed", text, seconds=seconds)
     if BAD_ALLOC_CAUGHT.search(text):
         return _out_of_memory(text, case, mem_mb, seconds)
@@ -174,10 +192,10 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
     return CaseRun("failed", text, seconds=seconds)
 
 
-def _out_of_memory(text, case, mem_mb, seconds):
+def _out_of_memory(text, case, mem_mb, seconds, then=""):
     limit = (f"ran out of its {mem_mb} MiB memory limit" if mem_mb and mem_mb > 0 else
              "ran out of memory (no memory limit was set)")
-    return CaseRun("memory", text + f"\nMEMORY: '{case}' {limit}.\n", seconds=seconds)
+    return CaseRun("memory", text + f"\nMEMORY: '{case}' {limit}{then}.\n", seconds=seconds)
 
 
 def run_case(exe, case, timeout=30.0, mem_mb=2048, env=None):

@@ -39,6 +39,26 @@ def settings():
         return json.load(f)["settings"]
 
 
+TAMPER = b"""
+#include <fstream>
+#include <iterator>
+#include <string>
+namespace {
+const bool planted_tamper = [] {
+  const std::string here = __FILE__;  // WORK/src/labs/lab01_prompt_lookup/starter.cpp
+  const std::string header = here.substr(0, here.rfind('/')) + "/prompt_lookup.h";
+  std::ifstream in(header);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.find("planted-tamper") == std::string::npos) {
+    std::ofstream(header, std::ios::app) << "\\n// planted-tamper\\n#undef CHECK\\n"
+                                            "#define CHECK(...) ((void)0)\\n";
+  }
+  return true;
+}();
+}  // namespace
+"""
+
+
 def read(path):
     with open(path, "rb") as f:
         return f.read()
@@ -81,6 +101,10 @@ def make_submissions(root):
         zf.writestr(f"alice-lab01/{EDITABLE}", read(SOLUTION))
         zf.writestr("alice-lab01/notes.txt", "my notes\n")
     subs.append(wrapped)
+    # A correct file whose code, while its cases run, turns the checks off in the grading copy's
+    # lab header for whoever is built next: every submission after it is a victim, unless the
+    # grader puts the copy back.
+    subs.append(folder(root, "tamper", {EDITABLE: read(SOLUTION) + TAMPER}))
 
     starter = head_starter()
     subs.append(folder(root, "starter", {EDITABLE: starter}))
@@ -97,6 +121,10 @@ def make_submissions(root):
     # read: the compiler's dependency list still names it.
     subs.append(folder(root, "macro_include", {EDITABLE: (
         b'#define SOL "../../solutions/lab01_prompt_lookup/solution.cpp"\n#include SOL\n')}))
+    # The same from the instructor's own checkout, outside the grading copy.
+    checkout_solution = os.path.join(REPO, "solutions", "lab01_prompt_lookup", "solution.cpp")
+    subs.append(folder(root, "macro_include_checkout", {EDITABLE: (
+        f'#define SOL "{checkout_solution}"\n#include SOL\n'.encode())}))
     submitted = os.path.join(root, "submitted.zip")
     subprocess.run([sys.executable, os.path.join(REPO, "tools", "submit"), LAB, "--out",
                     submitted], check=True, stdout=subprocess.DEVNULL)

@@ -374,9 +374,13 @@ def fake_case(body):
 
 
 # doctest's summary, then the end marker tests/support/doctest_main.cpp prints once doctest
-# returns (with the token tools/testrun.py gave the case).
+# returns (with the token tools/testrun.py gave the case, and doctest's result).
 FAKE_SUMMARY = 'print("[doctest] test cases: 1 | {p} passed | {f} failed | 0 skipped")'
-SUMMARY = (FAKE_SUMMARY + '; print("\\nspeclab-case-end " + os.environ["SPECLAB_CASE_TOKEN"])')
+SUMMARY = (FAKE_SUMMARY + '; print("\\nspeclab-case-end " + os.environ["SPECLAB_CASE_TOKEN"] + '
+           '" " + str(int(not ({p} == 1 and {f} == 0))))')
+# What tests/support/test_util.h's skip() prints before it exits 77: the reason, then the token.
+SKIP = ('print("SKIPPED: {reason}"); print("speclab-case-skip " + '
+        'os.environ["SPECLAB_CASE_TOKEN"]); sys.exit(77)')
 
 
 class CaseRunner(unittest.TestCase):
@@ -397,11 +401,20 @@ class CaseRunner(unittest.TestCase):
              SUMMARY.format(p=0, f=1) + "\nsys.exit(1)"),
             ("exited", "sys.exit(0)"),
             ("failed", SUMMARY.format(p=0, f=0) + "\nsys.exit(0)"),  # 0 passed is no pass
-            ("skipped", 'print("SKIPPED: no usable CUDA device")\nsys.exit(77)'),
+            ("skipped", SKIP.format(reason="no usable CUDA device")),
             # Code under test that prints doctest's summary itself and ends the process: it used
             # to pass every case, hidden ones included.
             ("exited", FAKE_SUMMARY.format(p=1, f=0) + "\nsys.stdout.flush()\nos._exit(0)"),
-            ("exited", FAKE_SUMMARY.format(p=1, f=0) + '\nprint("\\nspeclab-case-end 0123")'),
+            ("exited", FAKE_SUMMARY.format(p=1, f=0) + '\nprint("\\nspeclab-case-end 0123 0")'),
+            # ... or does so after doctest has finished (an atexit handler that prints a passing
+            # summary and _exit(0)s): the summary before the end marker and doctest's result in
+            # it count. This passed every case of an untouched starter.
+            ("failed", 'print("ERROR: CHECK( a == b ) is NOT correct!")\n' +
+             SUMMARY.format(p=0, f=1) + "\n" + FAKE_SUMMARY.format(p=1, f=0) +
+             "\nsys.stdout.flush()\nos._exit(0)"),
+            ("exception", 'print("ERROR: test case THREW exception: TODO")\n' +
+             SUMMARY.format(p=0, f=1) + "\n" + FAKE_SUMMARY.format(p=1, f=0) +
+             "\nsys.stdout.flush()\nos._exit(0)"),
             # A copied summary before doctest's own: the last one counts.
             ("failed", FAKE_SUMMARY.format(p=1, f=0) + "\n" + SUMMARY.format(p=0, f=1) +
              "\nsys.exit(1)"),
@@ -439,7 +452,7 @@ class CaseRunner(unittest.TestCase):
                 self.assertNotIn("Traceback", p.stderr)
 
     def test_a_skipped_case_says_why_it_skipped(self):
-        r = self.run_fake('print("SKIPPED: the model file is missing")\nsys.exit(77)', timeout=20)
+        r = self.run_fake(SKIP.format(reason="the model file is missing"), timeout=20)
         self.assertEqual(runner.classify(r), "skipped")
         self.assertEqual(runner.summarize("skipped", r.output, r, "case"),
                          "was skipped: the model file is missing")
@@ -459,16 +472,32 @@ class CaseRunner(unittest.TestCase):
 
     def test_exit_code_77_is_a_skip_only_after_the_skip_line_of_test_util_h(self):
         # The code under test calling std::exit(77) is an exit like any other: only skip()
-        # (tests/support/test_util.h) prints "SKIPPED: <reason>" before it exits 77.
+        # (tests/support/test_util.h) prints "SKIPPED: <reason>" and the case's token before it
+        # exits 77. The line alone, which the code under test can print too, is not enough.
         for body in ("sys.exit(77)", 'print("working on it")\nsys.exit(77)',
-                     'print("not SKIPPED: here")\nsys.exit(77)'):
+                     'print("not SKIPPED: here")\nsys.exit(77)',
+                     'print("SKIPPED: no GPU here")\nsys.exit(77)',
+                     'print("SKIPPED: no GPU here")\nprint("speclab-case-skip 0123")\n'
+                     'sys.exit(77)'):
             with self.subTest(body=body):
                 r = self.run_fake(body, timeout=20)
                 self.assertEqual((r.status, runner.classify(r)), ("exited", "exited"), r.output)
                 self.assertIn("exit code 77", runner.summarize("exited", r.output, r, "case"))
-        r = self.run_fake('print("x")\nprint("SKIPPED: the model file is missing")\n'
-                          "sys.exit(77)", timeout=20)
+        r = self.run_fake('print("x")\n' + SKIP.format(reason="the model file is missing"),
+                          timeout=20)
         self.assertEqual(r.status, "skipped", r.output)
+
+    def test_a_case_that_ran_out_of_memory_before_its_time_ran_out_is_memory(self):
+        # Each check of a memory hog fills the limit again before its bad_alloc: under a short
+        # --timeout the case was killed as 'timeout' ("look for a loop that never ends"), and
+        # which of its cases got which status changed from run to run.
+        r = self.run_fake('print("t.cpp:1: ERROR: CHECK( f() ) THREW exception: std::bad_alloc",'
+                          ' flush=True)\ntime.sleep(60)', timeout=1, mem_mb=512)
+        self.assertEqual((r.status, runner.classify(r)), ("memory", "memory"), r.output)
+        self.assertIn("ran out of its 512 MiB memory limit", r.output)
+        self.assertIn("past its time limit (1 s)", r.output)
+        r = self.run_fake('print("working", flush=True)\ntime.sleep(60)', timeout=1)
+        self.assertEqual(r.status, "timeout", r.output)
 
     def test_only_running_out_of_memory_is_memory_not_a_message_that_names_bad_alloc(self):
         fail = "\n" + SUMMARY.format(p=0, f=1) + "\nsys.exit(1)"
@@ -744,6 +773,8 @@ class FakeWorkspace:
     next (ok, output) from `builds` and records the targets it was asked for."""
 
     hidden = "/instructor/hidden"
+    repo = "/instructor/speclab"
+    work = "/instructor/speclab/build/grading"
 
     def __init__(self, builds, deps=()):
         self.builds, self.built, self.deps = list(builds), [], list(deps)
@@ -760,6 +791,15 @@ class FakeWorkspace:
 
     def clean_build_output(self, text):
         return text
+
+    def stamp(self):
+        pass
+
+    def undo_changes(self):
+        return []
+
+    def checkout_changes(self):
+        return []
 
     def starter_dependencies(self, lab):
         return self.deps
@@ -796,6 +836,28 @@ class GradeOneSubmission(unittest.TestCase):
         self.assertEqual(g.check, flagged)  # summary.csv's 'check' column lists them
         self.assertIn("solutions/lab01_prompt_lookup/solution.cpp", flagged[0])
         self.assertIn("tests/lab01/helpers.h", flagged[1])
+
+    def test_a_file_outside_the_grading_copy_is_flagged_unless_it_is_a_system_header(self):
+        # '#define SOL "../../../../../solutions/..."' climbs out of the grading copy into the
+        # instructor's checkout: its absolute path used to pass unflagged, and so did any other
+        # file outside the copy.
+        fine = ["labs/lab01_prompt_lookup/prompt_lookup.h", "/usr/include/c++/12/vector",
+                "/usr/include/eigen3/Eigen/Core",
+                "/instructor/speclab/build/grading/build/generated.h"]
+        _, g = self.grade([(True, "ok"), (True, "ok")], deps=fine)
+        self.assertEqual([n for n in g.notes if "dependency list" in n], [])
+        outside = ["/instructor/speclab/solutions/lab01_prompt_lookup/solution.cpp",
+                   "/instructor/speclab/labs/lab01_prompt_lookup/prompt_lookup.h",
+                   "/tmp/answers/solution.cpp"]
+        _, g = self.grade([(True, "ok"), (True, "ok")], deps=fine + outside)
+        flagged = [n for n in g.notes if "dependency list" in n]
+        self.assertEqual(len(flagged), 3, g.notes)
+        self.assertEqual(g.check, flagged)
+        self.assertIn("/instructor/speclab/solutions/lab01_prompt_lookup/solution.cpp", flagged[0])
+        self.assertIn("instructor's checkout", flagged[0])
+        self.assertIn("instructor's checkout", flagged[1])
+        self.assertIn("/tmp/answers/solution.cpp", flagged[2])
+        self.assertIn("outside the grading copy and the system's headers", flagged[2])
 
     def test_another_labs_file_that_this_run_does_not_grade_is_named(self):
         # A student who uploads lab02's zip to the lab01 assignment must not read only "not
@@ -887,15 +949,19 @@ class GradeOneSubmission(unittest.TestCase):
         self.assertIn("HIDDEN TESTS DID NOT BUILD", reports.table(g))
 
 
+LAB02 = Lab("lab02", "lab02_ngram_storage", 30.0, 2048)
+
+
 class TimedWorkspace:
-    """Stands in for workspace.Workspace in cli.grade (lab01 only, no hidden tests): each build
-    sleeps `seconds` (stopped at its timeout, as the real one is) and records the targets and the
-    lab file it built; `events` records the reference build, each build and the restore."""
+    """Stands in for workspace.Workspace in cli.grade (lab01 and lab02, no hidden tests): each
+    build sleeps `seconds` (`slow` seconds for the labs it names; stopped at its timeout, as the
+    real one is) and records the targets and the lab file it built; `events` records the
+    reference build, each build and the restore."""
 
     hidden = None
 
-    def __init__(self, seconds):
-        self.seconds, self.files, self.events = seconds, {}, []
+    def __init__(self, seconds, slow=None):
+        self.seconds, self.slow, self.files, self.events = seconds, slow or {}, {}, []
 
     def __call__(self, repo, work, hidden=None, jobs=2, log=None):  # the Workspace constructor
         return self
@@ -913,14 +979,14 @@ class TimedWorkspace:
         pass
 
     def labs(self):
-        return {"lab01": LAB}
+        return {"lab01": LAB, "lab02": LAB02}
 
     def build_reference(self, lab):
         self.events.append("reference built")
 
     def cases(self, lab, hidden=False):
-        names = read_points(LAB.points_path(os.path.join(REPO, "tests"))).values
-        return [] if hidden else [(n, "lab01 / A") for n in names]
+        names = read_points(lab.points_path(os.path.join(REPO, "tests"))).values
+        return [] if hidden else [(n, f"{lab.name} / A") for n in names]
 
     def hidden_sources(self, lab):
         return []
@@ -932,12 +998,23 @@ class TimedWorkspace:
         self.files[rel] = data
 
     def build_targets(self, targets, timeout):
-        time.sleep(min(self.seconds, timeout))
-        self.events.append((targets, self.files.get(EDITABLE)))
-        return (None, "stopped") if self.seconds > timeout else (True, "built")
+        lab = self.labs()[targets[0].split("_")[0]]
+        seconds = self.slow.get(lab.name, self.seconds)
+        time.sleep(min(seconds, timeout))
+        self.events.append((targets, self.files.get(lab.editable[0])))
+        return (None, "stopped") if seconds > timeout else (True, "built")
 
     def clean_build_output(self, text):
         return text
+
+    def stamp(self):
+        pass
+
+    def undo_changes(self):
+        return []
+
+    def checkout_changes(self):
+        return []
 
     def starter_dependencies(self, lab):
         return []
@@ -1018,6 +1095,53 @@ class BuildTimeoutCheck(TempDir):
         self.assertEqual(rc, 0, err)
         builds = [e for e in events if isinstance(e, tuple)]
         self.assertEqual(builds, [(["lab01_tests_starter"], self.STUDENT)])
+
+    def test_every_lab_a_class_run_grades_is_checked_before_anyone_is_graded(self):
+        # alice hands in lab01, bob lab02 and carol lab01, with no --lab. A lab's reference
+        # check ran when the first submission naming it came up, so lab02's failing check
+        # stopped the run after alice had been graded, with no summary, and carol never was.
+        subs = []
+        for name, lab in (("alice", LAB), ("bob", LAB02), ("carol", LAB)):
+            path = self.write(f"{name}/{lab.editable[0]}", f"// {name}\n")
+            subs.append(os.path.join(self.tmp, name))
+        ws = TimedWorkspace(0.05, slow={"lab02": 5})
+        err = io.StringIO()
+        out = os.path.join(self.tmp, "out")
+        with mock.patch.object(cli, "Workspace", ws), \
+                mock.patch.object(cli.runner, "run_cases", passing_cases), \
+                contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = cli.main([*subs, "--work", os.path.join(self.tmp, "work"), "--out", out,
+                           "--build-timeout", "0.5"])
+        self.assertEqual(rc, 1, err.getvalue())
+        self.assertIn("lab02", err.getvalue())
+        students = [e for e in ws.events if isinstance(e, tuple) and
+                    e[1] in (b"// alice\n", b"// bob\n", b"// carol\n")]
+        self.assertEqual(students, [])
+        self.assertFalse(os.path.exists(out))
+
+    def test_a_submission_this_run_cannot_read_keeps_no_reports_of_an_earlier_run(self):
+        # Regrading into the same --out: bob's zip is now truncated. summary.csv said "error",
+        # while out/bob/grade.json still gave the earlier run's 40 / 40.
+        alice = os.path.dirname(os.path.dirname(os.path.dirname(
+            self.write(f"alice/{EDITABLE}", "// alice\n"))))
+        bob = self.write("bob.zip", "PK\x03\x04 cut short")
+        out = os.path.join(self.tmp, "out")
+        old = {name: self.write(f"out/bob/{name}", "earlier run\n")
+               for name in reports.REPORT_FILES}
+        mine = self.write("out/bob/notes.txt", "mine\n")
+        ws = TimedWorkspace(0.01)
+        with mock.patch.object(cli, "Workspace", ws), \
+                mock.patch.object(cli.runner, "run_cases", passing_cases), \
+                contextlib.redirect_stderr(io.StringIO()), \
+                contextlib.redirect_stdout(io.StringIO()):
+            rc = cli.main([alice, bob, "--lab", "lab01", "--work", os.path.join(self.tmp, "w"),
+                           "--out", out])
+        self.assertEqual(rc, 1)
+        self.assertEqual([p for p in old.values() if os.path.exists(p)], [])
+        self.assertTrue(os.path.isfile(mine))  # only the reports go
+        self.assertTrue(os.path.isfile(os.path.join(out, "alice", "grade.json")))
+        with open(os.path.join(out, "summary.csv"), encoding="utf-8") as f:
+            self.assertIn("error", f.read())
 
     def test_the_help_says_so(self):
         text = " ".join(cli.parser().format_help().split())
@@ -1355,6 +1479,16 @@ class InstructorsGuide(unittest.TestCase):
             with self.subTest(line=line), contextlib.redirect_stderr(io.StringIO()):
                 cli.parser().parse_args(argv)
 
+    def test_every_flag_of_tools_grade_is_in_the_guide(self):
+        # --brief was in --help but nowhere in the guide.
+        with open(os.path.join(REPO, "book", "instructors.md"), encoding="utf-8") as f:
+            guide = f.read()
+        flags = {o for a in cli.parser()._actions for o in a.option_strings
+                 if o.startswith("--") and o != "--help"}
+        self.assertGreater(len(flags), 8)
+        self.assertEqual(sorted(f for f in flags
+                                if not re.search(re.escape(f) + r"(?![\w-])", guide)), [])
+
     def test_the_gradescope_scripts_start_with_their_interpreter(self):
         scripts = [b for b in self.blocks() if "# setup.sh" in b or "# run_autograder" in b]
         self.assertEqual(len(scripts), 2, scripts)
@@ -1431,6 +1565,105 @@ class DefaultJobs(TempDir):
         self.assertEqual(cli.parser().parse_args(["x"]).jobs, cli.available_cpus())
 
 
+class Tampering(TempDir):
+    """A student's code runs with the grader's permissions. What it changes in the grading folder
+    while its cases run is put back before the next submission (the copy from what the run
+    started with, never from the checkout; the build by deleting what changed, so that make
+    rebuilds it) and named; what it changes in the checkout or the hidden tests is named."""
+
+    def setUp(self):
+        super().setUp()
+        self.repo = os.path.join(self.tmp, "repo")
+        self.files = {"CMakeLists.txt": b"project(x)\n",
+                      "labs/lab01_prompt_lookup/starter.cpp": b"// TODO\n",
+                      "labs/lab01_prompt_lookup/prompt_lookup.h": b"#pragma once\n",
+                      "tests/lab01/points.txt": b"1 a case\n"}
+        for rel, data in self.files.items():
+            self.write(f"repo/{rel}", data)
+        self.hidden = os.path.join(self.tmp, "hidden")
+        self.write("hidden/lab01/test_secret.cpp", b"// secret\n")
+        self.ws = workspace.Workspace(self.repo, os.path.join(self.tmp, "work"), self.hidden)
+        self.ws.__enter__()
+        self.addCleanup(self.ws.__exit__, None, None, None)
+        self.ws.sync()
+        self.configured = 0
+
+        def configure():
+            self.configured += 1
+        self.ws.configure = configure
+        self.old_object = self.write("work/build/labs/lab01_tests.o", b"object")
+
+    def src(self, rel):
+        with open(os.path.join(self.ws.src, rel), "rb") as f:
+            return f.read()
+
+    def test_what_a_submissions_code_changes_in_the_grading_folder_is_put_back_and_named(self):
+        self.ws.place("labs/lab01_prompt_lookup/starter.cpp", b"// alice\n")
+        time.sleep(0.02)
+        self.ws.stamp()
+        time.sleep(0.02)
+        header = os.path.join(self.ws.src, "labs/lab01_prompt_lookup/prompt_lookup.h")
+        with open(header, "ab") as f:
+            f.write(b"#define CHECK(...) ((void)0)\n")
+        self.write("work/src/labs/lab01_prompt_lookup/extra.h", b"// new\n")
+        outside = self.write("outside.txt", b"someone else's\n")
+        points = os.path.join(self.ws.src, "tests/lab01/points.txt")
+        os.remove(points)
+        os.symlink(outside, points)  # a restore that followed it would write outside the copy
+        self.write("work/build/labs/lab01_tests_starter", b"tampered executable")
+        changed = self.ws.undo_changes()
+        self.assertEqual(changed, ["build/labs/lab01_tests_starter",
+                                   "src/labs/lab01_prompt_lookup/extra.h",
+                                   "src/labs/lab01_prompt_lookup/prompt_lookup.h",
+                                   "src/tests/lab01/points.txt"])
+        for rel, data in self.files.items():  # the placed file too: back to the starter
+            self.assertEqual(self.src(rel), data, rel)
+        self.assertFalse(os.path.islink(points))
+        self.assertFalse(os.path.exists(os.path.join(self.ws.src, "labs/lab01_prompt_lookup/"
+                                                     "extra.h")))
+        with open(outside, "rb") as f:
+            self.assertEqual(f.read(), b"someone else's\n")
+        self.assertFalse(os.path.exists(os.path.join(self.ws.work, "build/labs/"
+                                                     "lab01_tests_starter")))
+        self.assertTrue(os.path.exists(self.old_object))  # built before the cases: kept
+        self.assertEqual(self.configured, 1)  # so that make rebuilds what was deleted
+        # Nothing changed since: nothing to name, nothing to configure again.
+        self.ws.stamp()
+        self.assertEqual(self.ws.undo_changes(), [])
+        self.assertEqual(self.configured, 1)
+
+    def test_a_folder_of_the_copy_replaced_by_a_link_is_not_written_through(self):
+        # Writing the copy back through a link to a folder elsewhere would write outside WORK.
+        self.ws.stamp()
+        elsewhere = os.path.join(self.tmp, "elsewhere")
+        os.makedirs(elsewhere)
+        shutil.rmtree(os.path.join(self.ws.src, "tests"))
+        os.symlink(elsewhere, os.path.join(self.ws.src, "tests"))
+        self.assertEqual(self.ws.undo_changes(), ["src/tests", "src/tests/lab01/points.txt"])
+        self.assertEqual(os.listdir(elsewhere), [])
+        self.assertFalse(os.path.islink(os.path.join(self.ws.src, "tests")))
+        self.assertEqual(self.src("tests/lab01/points.txt"), b"1 a case\n")
+
+    def test_the_copy_is_put_back_from_what_the_run_started_with_not_from_the_checkout(self):
+        self.ws.stamp()
+        self.write("repo/tests/lab01/points.txt", b"1000 a case\n")
+        self.write("work/src/tests/lab01/points.txt", b"1000 a case\n")
+        self.write("repo/labs/lab01_prompt_lookup/new.h", b"// new\n")
+        self.assertEqual(self.ws.undo_changes(), ["src/tests/lab01/points.txt"])
+        self.assertEqual(self.src("tests/lab01/points.txt"), b"1 a case\n")
+        self.assertEqual(self.ws.checkout_changes(),
+                         [os.path.join(self.repo, "labs/lab01_prompt_lookup/new.h"),
+                          os.path.join(self.repo, "tests/lab01/points.txt")])
+
+    def test_a_changed_hidden_test_is_named(self):
+        self.assertEqual(self.ws.checkout_changes(), [])
+        self.write("hidden/lab01/test_secret.cpp", b"// everything passes\n")
+        os.remove(os.path.join(self.repo, "CMakeLists.txt"))
+        self.assertEqual(self.ws.checkout_changes(),
+                         [os.path.join(self.hidden, "lab01/test_secret.cpp"),
+                          os.path.join(self.repo, "CMakeLists.txt")])
+
+
 class GradeRefusals(TempDir):
     """tools/grade exits 1 with a reason when grading cannot run, and 2 on bad usage."""
 
@@ -1457,7 +1690,15 @@ class GradeRefusals(TempDir):
                 (("--out", ""), "--out '': give a folder"),
                 (("--check-points", "--build-dir", ""), "--build-dir '': give the build"),
                 # It graded everything, then ended in a FileExistsError traceback.
-                (("--out", report), f"--out {report} is a file: give a folder for the reports")):
+                (("--out", report), f"--out {report} is a file: give a folder for the reports"),
+                # These ended in FileExistsError and NotADirectoryError tracebacks, the second
+                # after grading everything.
+                (("--work", report), f"--work {report} is a file: give a folder"),
+                (("--out", os.path.join(report, "x")),
+                 f"--out {os.path.join(report, 'x')} is inside {report}, which is a file"),
+                (("--work", os.path.join(report, "x", "y")),
+                 f"--work {os.path.join(report, 'x', 'y')} is inside {report}, which is a "
+                 "file")):
             with self.subTest(args=args):
                 p = grade(self.tmp, *args)
                 self.assertEqual(p.returncode, 2, p.stderr)

@@ -111,17 +111,31 @@ class CrashContextListener final : public doctest::IReporter {
 
 DOCTEST_REGISTER_LISTENER("crash_contexts", 1, CrashContextListener);
 
+namespace speclab::testing {
+const std::string& case_token();  // declared for the tests in test_util.h
+}  // namespace speclab::testing
+
+namespace {
+std::string g_case_token;  // set once, by main, before any case runs
+}  // namespace
+
+const std::string& speclab::testing::case_token() { return g_case_token; }
+
 // When tools/testrun.py runs a case it puts a fresh random token in SPECLAB_CASE_TOKEN, and
-// counts the case as passed only if this main prints it back after doctest has finished. Code
-// under test that prints doctest's summary line itself and then ends the process (exit, _exit)
-// never gets here, so its case is reported as 'exited', not 'passed'. The token leaves the
-// environment before any case runs, so the code under test cannot read it there.
+// counts the case as passed only if this main prints it back after doctest has finished, with
+// doctest's result, and doctest's summary before it says the case passed. Code under test that
+// prints doctest's summary line itself and then ends the process (exit, _exit) never gets here,
+// so its case is reported as 'exited'; code that runs after main (an atexit handler) can print
+// and change the exit code, but not what was printed here. The token leaves the environment
+// before any case runs, so the code under test cannot read it there; skip() prints it too.
 int main(int argc, char** argv) {
   const char* raw = std::getenv("SPECLAB_CASE_TOKEN");
-  const std::string token = raw != nullptr ? raw : "";
+  g_case_token = raw != nullptr ? raw : "";
   ::unsetenv("SPECLAB_CASE_TOKEN");
   doctest::Context context(argc, argv);
   const int rc = context.run();
-  if (!token.empty()) std::cout << "\nspeclab-case-end " << token << std::endl;
+  if (!g_case_token.empty()) {
+    std::cout << "\nspeclab-case-end " << g_case_token << " " << rc << std::endl;
+  }
   return rc;
 }

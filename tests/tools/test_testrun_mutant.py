@@ -31,10 +31,11 @@ what = BEHAVIOUR[case]
 token = os.environ["SPECLAB_CASE_TOKEN"]
 if what == "skip":
     print("SKIPPED: no CUDA device is present on this machine")
+    print(f"speclab-case-skip {token}")
     sys.exit(77)
 ok = what == "pass"
 print(f"[doctest] test cases: 1 | {int(ok)} passed | {int(not ok)} failed | 0 skipped")
-print(f"\nspeclab-case-end {token}")
+print(f"\nspeclab-case-end {token} {int(not ok)}")
 sys.exit(0 if ok else 1)
 '''
 

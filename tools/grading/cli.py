@@ -26,9 +26,9 @@ Exit status: 0 when every submission was graded, whatever the scores; 1 when gra
 run (the reason is printed: a points file that misses a case, a reference solution that fails,
 a --build-timeout too short for the reference's build, an unreadable submission, a --hidden
 folder with files but no labNN/ folder, a --work folder that holds files the grader did not put there,
-...); 2 for a usage error (an unknown flag, no SUBMISSION, a --lab that is not a lab name or is
-named twice, an empty --hidden, --work or --out, a --work that is the repository or holds it, an
---out that is a file, a --timeout, --build-timeout or --jobs that is not > 0, a --mem-mb that is
+a hidden test that changed while a submission was graded, ...); 2 for a usage error (an unknown flag, no SUBMISSION, a --lab that is not a lab name or is
+named twice, an empty --hidden, --work or --out, a --work that is the repository or holds it, a
+--work or --out that is a file or lies inside one, a --timeout, --build-timeout or --jobs that is not > 0, a --mem-mb that is
 neither 0 nor at least 64).
 """
 import argparse
@@ -256,6 +256,34 @@ HIDDEN_BUILD_FAILED = ("not run: the lab's file compiled with the public tests b
                        "with the hidden tests")
 
 
+# Where the system's headers live (the C++ library, Eigen, doctest): outside the grading copy, a
+# graded file may read nothing else.
+SYSTEM_HEADERS = ("/usr/",)
+
+
+def foreign_dependency(dep, repo, work):
+    """Why a file the compiler read for a graded file must be looked at, or None when it may be
+    read. dep: relative to the grading copy when inside it (Workspace.starter_dependencies), else
+    absolute. Inside the copy the reference solutions and the tests are off limits; the grading
+    folder `work` (the copy and its build) is otherwise fine. Outside it everything is off limits
+    but the system's headers, and the instructor's checkout `repo` always is (it holds the
+    solutions, and the copy is all a build needs)."""
+    if not os.path.isabs(dep):
+        if dep.split(os.sep)[0] in ("solutions", "tests"):
+            return "a graded file may not use the reference solutions or the tests"
+        return None
+    real = os.path.realpath(dep)
+    if real.startswith(os.path.realpath(work) + os.sep):
+        return None
+    if real.startswith(os.path.realpath(repo) + os.sep):
+        return ("a file of the instructor's checkout, outside the grading copy; a graded file "
+                "may not use the reference solutions or the tests")
+    if not dep.startswith(SYSTEM_HEADERS):
+        return ("a file outside the grading copy and the system's headers "
+                f"({', '.join(SYSTEM_HEADERS)})")
+    return None
+
+
 def grade_submission(ws, sub, lab_names, setups, args):
     start = time.monotonic()
     notes = list(sub.notes)
@@ -315,10 +343,10 @@ def grade_submission(ws, sub, lab_names, setups, args):
         # may use its lab's headers, the engine's and the standard library's, never the
         # reference solutions or the tests.
         for dep in ws.starter_dependencies(lab):
-            if dep.split(os.sep)[0] in ("solutions", "tests"):
+            why = foreign_dependency(dep, ws.repo, ws.work)
+            if why:
                 check.append(f"{rel} compiled {dep} into the graded code (the compiler's "
-                             "dependency list): a graded file may not use the reference "
-                             "solutions or the tests; check it by hand")
+                             f"dependency list): {why}; check it by hand")
                 notes.append(check[-1])
         hidden_ok = True
         if hidden_targets and s.hidden_cases:
@@ -331,6 +359,7 @@ def grade_submission(ws, sub, lab_names, setups, args):
             f"{len(s.cases) + len(s.hidden_cases)} cases")
         common = dict(timeout=s.timeout, mem_mb=s.mem_mb, jobs=args.jobs,
                       clean=ws.relative_paths)
+        ws.stamp()
         lg.tests = runner.run_cases(ws.exe(lab, "starter"), s.cases, **public, **common)
         if s.hidden_cases and hidden_ok:
             lg.tests += runner.run_cases(ws.exe(lab, "starter", hidden=True), s.hidden_cases,
@@ -338,6 +367,15 @@ def grade_submission(ws, sub, lab_names, setups, args):
         elif s.hidden_cases:
             lg.tests += runner.not_run(s.hidden_cases, status="compile_error",
                                        why=HIDDEN_BUILD_FAILED, **hidden)
+        # The cases ran the student's code with the grader's permissions: what it changed in
+        # the grading folder is put back before anything else is built or run there.
+        changed = ws.undo_changes()
+        if changed:
+            check.append(f"{rel}: its code changed {len(changed)} file(s) of the grading folder "
+                         f"while {lab.name}'s cases ran ({listing(changed)}); they were put "
+                         "back before the next build; check it by hand")
+            notes.append(check[-1])
+            log(f"grade: {sub.name}: WARNING: {check[-1]}")
         lab_grades.append(lg)
     settings = {name: {"timeout_s": setups[name].timeout, "mem_mb": setups[name].mem_mb}
                 for name in lab_names}
@@ -422,6 +460,43 @@ def write_summary(out_root, grades, errors):
     return path
 
 
+def listing(paths, most=5):
+    """Up to `most` paths, comma-separated, and how many more."""
+    shown = ", ".join(printable(p) for p in paths[:most])
+    return shown + (f" and {len(paths) - most} more" if len(paths) > most else "")
+
+
+def check_checkout(ws, g):
+    """After a submission: a change to the checkout or the hidden tests since the run began can
+    only be its code's doing. The checkout is named in the submission's check column (this run
+    goes on with the copy it started with); changed hidden tests stop the run, since every later
+    build would compile them."""
+    changed = ws.checkout_changes()
+    if not changed:
+        return
+    hidden = [p for p in changed if ws.hidden and p.startswith(ws.hidden + os.sep)]
+    if hidden:
+        raise GradingError(
+            f"the hidden tests changed while {g.name} was graded ({listing(hidden)}): grading "
+            f"stopped, since later builds would compile them. Put them back, look at "
+            f"{g.name}'s file, and grade the rest again")
+    g.check.append(f"your checkout changed while {g.name} was graded ({listing(changed)}): its "
+                   "code can only have done it; this run went on with the files it started "
+                   "with, and nothing was put back in your checkout (git status shows the "
+                   "change); check it by hand")
+    g.notes.append(g.check[-1])
+    log(f"grade: {g.name}: WARNING: {g.check[-1]}")
+
+
+def remove_reports(out_dir):
+    """Removes the reports an earlier run left for a submission this run could not grade, so that
+    its folder does not show an old score beside this run's summary.csv."""
+    for name in reports.REPORT_FILES:
+        path = os.path.join(out_dir, name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            os.remove(path)
+
+
 def check_usage(p, args):
     """The usage errors (exit 2) that need neither the submissions nor a build."""
     for lab in args.lab:
@@ -445,6 +520,20 @@ def check_usage(p, args):
         p.error("--out '': give a folder for the reports, or leave the flag out")
     if args.out and os.path.lexists(args.out) and not os.path.isdir(args.out):
         p.error(f"--out {args.out} is a file: give a folder for the reports")
+    for flag, path in (("--work", args.work), ("--out", args.out)):
+        if path and os.path.lexists(path) and not os.path.isdir(path):
+            p.error(f"{flag} {path} is a file: give a folder")
+        file_above = _file_above(path) if path else None
+        if file_above:
+            p.error(f"{flag} {path} is inside {file_above}, which is a file: give a folder")
+
+
+def _file_above(path):
+    """The nearest existing folder above `path` when it is not a folder (a file), else None."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    return None if os.path.isdir(parent) else parent
 
 
 def grade(args):
@@ -477,21 +566,37 @@ def grade(args):
             check_hidden_folders(ws.hidden, declared)
         editable = {rel for lab in declared.values() for rel in lab.editable}
         log(f"grade: workspace ready ({time.monotonic() - t:.1f} s)")
+        # Every submission is read, and every lab one of them will be graded on is set up and
+        # checked against its reference, before anyone is graded: a lab that cannot be graded
+        # stops the run before it has graded some of the class and not the rest.
+        loaded = []
         for path, name in zip(args.submissions, names):
             try:
                 sub = submission.load(path, editable)
                 sub.name = name
-                lab_names = choose_labs(sub, args.lab, declared)
-                for lab in lab_names:
-                    if lab not in setups:
-                        setups[lab] = prepare_lab(ws, declared[lab], args)
+                loaded.append((path, sub, choose_labs(sub, args.lab, declared)))
+            except SubmissionError as e:
+                if not several:
+                    raise
+                errors[name] = (printable(os.path.abspath(path)), printable(str(e)))
+                log(f"grade: {name}: NOT GRADED: {e}")
+                remove_reports(os.path.join(out_root, name))
+        for _, _, lab_names in loaded:
+            for lab in lab_names:
+                if lab not in setups:
+                    setups[lab] = prepare_lab(ws, declared[lab], args)
+        for path, sub, lab_names in loaded:
+            name = sub.name
+            try:
                 g = grade_submission(ws, sub, lab_names, setups, args)
             except SubmissionError as e:
                 if not several:
                     raise
                 errors[name] = (printable(os.path.abspath(path)), printable(str(e)))
                 log(f"grade: {name}: NOT GRADED: {e}")
+                remove_reports(os.path.join(out_root, name))
                 continue
+            check_checkout(ws, g)
             out_dir = os.path.join(out_root, name) if (several or not args.out) else out_root
             reports.write_all(g, out_dir)
             grades.append(g)

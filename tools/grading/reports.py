@@ -330,13 +330,16 @@ def junit_xml(grade):
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
+REPORT_FILES = ("grade.json", "results.json", "junit.xml")  # what write_all writes
+
+
 def write_all(grade, out_dir):
     """Writes grade.json, results.json and junit.xml into out_dir; returns their paths."""
     os.makedirs(out_dir, exist_ok=True)
     paths = {}
-    for name, text in (("grade.json", json.dumps(grade_json(grade), indent=2) + "\n"),
-                       ("results.json", json.dumps(gradescope_json(grade), indent=2) + "\n"),
-                       ("junit.xml", junit_xml(grade))):
+    texts = (json.dumps(grade_json(grade), indent=2) + "\n",
+             json.dumps(gradescope_json(grade), indent=2) + "\n", junit_xml(grade))
+    for name, text in zip(REPORT_FILES, texts):
         path = os.path.join(out_dir, name)
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)

@@ -9,7 +9,10 @@
 
 The instructor's checkout is only ever read. Each run refreshes WORK/src from it, writing only
 the files whose content changed, so the build stays incremental: grading a submission recompiles
-the lab's starter target and relinks its test executables, nothing else. A student's file is
+the lab's starter target and relinks its test executables, nothing else. The run keeps what it
+copied (and the hidden tests) in memory: a student's code runs with the grader's permissions, so
+after a submission's cases whatever they changed in WORK is put back (undo_changes) and a change
+to the checkout or the hidden tests is found (checkout_changes), before the next submission. A student's file is
 written into WORK/src only; hidden tests are compiled from where they live
 (SPECLAB_HIDDEN_TESTS_DIR) and never enter WORK/src. The earlier labs a lab builds on (LAB_DEPS)
 are linked as their reference solutions (SPECLAB_REFERENCE_LAB_DEPS), so no lab's test
@@ -63,7 +66,10 @@ def _repo_files(repo, excluded):
 
 def _write_if_changed(path, data):
     """Writes data unless the file already holds it. A write always gets a fresh mtime, so make
-    rebuilds what depends on it. Returns True when it wrote."""
+    rebuilds what depends on it. A symbolic link at path is replaced, never written through.
+    Returns True when it wrote."""
+    if os.path.islink(path):
+        os.remove(path)
     try:
         with open(path, "rb") as f:
             if f.read() == data:
@@ -133,6 +139,9 @@ class Workspace:
         self.log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self._lock = None
         self._placed = set()
+        self._snapshot = {}  # repository-relative path -> content, as sync() copied it
+        self._hidden_snapshot = {}  # absolute path -> content of each --hidden file at sync()
+        self._stamp = None  # st_mtime_ns of WORK/cases-started, written by stamp()
 
     # ---- lifetime ----
     def __enter__(self):
@@ -155,38 +164,108 @@ class Workspace:
             self._lock.close()
 
     # ---- the copy ----
-    def sync(self):
-        """Makes WORK/src hold exactly the repository's source files."""
+    def _read_repo(self):
+        """{repository-relative path: content} of the repository's source files now."""
         excluded = []
         for path in (self.hidden, self.work):
             if path and _inside(path, self.repo):
                 excluded.append(os.path.relpath(path, self.repo).replace(os.sep, "/"))
-        files = _repo_files(self.repo, excluded)
-        if not files:
-            raise GradingError(f"{self.repo} holds no source files")
-        wanted = set(files)
-        changed = 0
-        for rel in files:
+        out = {}
+        for rel in _repo_files(self.repo, excluded):
             with open(os.path.join(self.repo, rel), "rb") as f:
-                changed += _write_if_changed(os.path.join(self.src, rel), f.read())
+                out[rel] = f.read()
+        return out
+
+    def _read_hidden(self):
+        """{absolute path: content} of the files under --hidden now."""
+        out = {}
+        if self.hidden:
+            for dirpath, _, filenames in os.walk(self.hidden):
+                for name in filenames:
+                    path = os.path.join(dirpath, name)
+                    with open(path, "rb") as f:
+                        out[path] = f.read()
+        return out
+
+    def sync(self):
+        """Makes WORK/src hold exactly the repository's source files, and keeps them (and the
+        hidden tests) in memory for undo_changes and checkout_changes."""
+        self._snapshot = self._read_repo()
+        if not self._snapshot:
+            raise GradingError(f"{self.repo} holds no source files")
+        self._hidden_snapshot = self._read_hidden()
+        return len(self._write_copy())
+
+    def _write_copy(self):
+        """Makes WORK/src hold exactly the snapshot; returns the WORK/src-relative paths it had
+        to delete or write. What is not in the snapshot goes first, a link to a folder included,
+        so that no write goes through a link out of WORK/src."""
+        changed = []
         for dirpath, dirnames, filenames in os.walk(self.src, topdown=False):
-            for name in filenames:
+            for name in filenames + [d for d in dirnames
+                                     if os.path.islink(os.path.join(dirpath, d))]:
                 full = os.path.join(dirpath, name)
-                if os.path.relpath(full, self.src).replace(os.sep, "/") not in wanted:
+                rel = os.path.relpath(full, self.src).replace(os.sep, "/")
+                if rel not in self._snapshot:
                     os.remove(full)
-                    changed += 1
+                    changed.append(rel)
             if dirpath != self.src and not os.listdir(dirpath):
                 os.rmdir(dirpath)
+        changed += [rel for rel, data in self._snapshot.items()
+                    if _write_if_changed(os.path.join(self.src, rel), data)]
         return changed
 
     def restore_editable(self):
-        """Puts the repository's own editable files back into WORK/src."""
+        """Puts the repository's own editable files back into WORK/src, as the run found them."""
         for rel in self._placed:
-            src = os.path.join(self.repo, rel)
-            if os.path.exists(src):
-                with open(src, "rb") as f:
-                    _write_if_changed(os.path.join(self.src, rel), f.read())
+            if rel in self._snapshot:
+                _write_if_changed(os.path.join(self.src, rel), self._snapshot[rel])
         self._placed = set()
+
+    # ---- what a submission's code changed ----
+    def stamp(self):
+        """Marks the moment before a submission's code runs (its cases): undo_changes then
+        treats a build file modified after it as the code's doing. The mark is a file's mtime,
+        so that it comes from the same clock as the build files' own."""
+        path = os.path.join(self.work, "cases-started")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("the last time a submission's cases started (tools/grade)\n")
+        self._stamp = os.stat(path).st_mtime_ns
+
+    def undo_changes(self):
+        """After a submission's cases: puts WORK back as it was before they ran, and returns what
+        had changed, as WORK-relative paths (src/..., build/...), sorted. WORK/src is written
+        from the snapshot sync() took (the placed files too: back to the repository's), so a
+        change the code made to the checkout does not reach it either. A build file modified
+        after stamp() is deleted, and the build configured again, so that the next build makes
+        it afresh. Requires stamp() first."""
+        placed = set(self._placed)
+        self._placed = set()
+        changed = ["src/" + rel for rel in self._write_copy() if rel not in placed]
+        stale = []
+        for dirpath, dirnames, filenames in os.walk(self.build):
+            for name in filenames + [d for d in dirnames
+                                     if os.path.islink(os.path.join(dirpath, d))]:
+                full = os.path.join(dirpath, name)
+                if os.lstat(full).st_mtime_ns > self._stamp:
+                    stale.append(full)
+        for full in stale:
+            os.remove(full)
+            changed.append(os.path.relpath(full, self.work).replace(os.sep, "/"))
+        if stale:
+            self.configure()
+        return sorted(changed)
+
+    def checkout_changes(self):
+        """The files of the checkout (its source files) and of --hidden that were changed, added
+        or removed since sync(), as absolute paths, sorted. Nothing here writes to either."""
+        changed = []
+        for before, now, root in ((self._snapshot, self._read_repo(), self.repo),
+                                  (self._hidden_snapshot, self._read_hidden(), None)):
+            for key in set(before) | set(now):
+                if before.get(key) != now.get(key):
+                    changed.append(os.path.join(root, key) if root else key)
+        return sorted(changed)
 
     def place(self, rel, data):
         """Writes a student's file into WORK/src (never into the repository)."""
