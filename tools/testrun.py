@@ -75,6 +75,7 @@ class CaseRun:
 
 
 OUTPUT_KEEP = 256 * 1024  # characters of a case's output kept from each end
+TERM_GRACE_S = 3.0  # how long a case past its time limit has to report itself after SIGTERM
 
 
 def _read_output(f):
@@ -125,7 +126,18 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
         try:
             rc = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            # SIGTERM first: doctest reports the case it stops, with what the case had logged
+            # (tests/support/doctest_main.cpp), which says which of its calls hung. Then
+            # everything the case started goes, whether or not it listened.
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=TERM_GRACE_S)
+            except subprocess.TimeoutExpired:
+                pass
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             proc.wait()
             text = _read_output(f)
             if BAD_ALLOC_CAUGHT.search(text):
@@ -135,8 +147,9 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
                     f" again and again, and was killed when it ran past its time limit "
                     f"({timeout:g} s)"))
             return CaseRun("timeout", text + (
-                f"\nTIMEOUT: '{case}' ran longer than {timeout:g} s and was killed. Look for a "
-                "loop that never ends.\n"), seconds=time.monotonic() - start)
+                f"\nTIMEOUT: '{case}' ran longer than {timeout:g} s and was stopped (doctest "
+                "reports the stop as CRASHED: SIGTERM, with what the case had logged). Look for "
+                "a loop that never ends.\n"), seconds=time.monotonic() - start)
         text = _read_output(f)
     seconds = time.monotonic() - start
     end = re.search(rf"\nspeclab-case-end {token} (-?\d+)\n", text)
@@ -218,6 +231,16 @@ def crash_hint(exe, case):
             "The first frame in a file of yours (starter.cpp) names the function and line.\n")
 
 
+def hang_hint(exe, case):
+    """For a case that ran out of time: how to see where it loops, and how to stop waiting."""
+    filt = "--test-case=" + case.replace(",", "\\,")
+    return ("To see where it loops, run the case under gdb, press Ctrl-C after a few seconds, "
+            "then type bt:\n"
+            f"  gdb -ex run --args {shlex.quote(exe)} {shlex.quote(filt)}\n"
+            "Every other case that calls the same code waits its full time limit too: add "
+            "--stop-on-failure to the ctest command to stop at the first failure.\n")
+
+
 def finish(status, output):
     sys.stdout.write(output)
     sys.stdout.flush()
@@ -244,6 +267,8 @@ def run_and_report(exe, case, timeout, mem_mb, build_dir, skip_name):
         record_skip(build_dir, skip_name, output)
     if r.status == "crashed" and r.signal in DEBUGGABLE:
         output += crash_hint(exe, case)
+    if r.status == "timeout":
+        output += hang_hint(exe, case)
     return finish(r.status, output)
 
 

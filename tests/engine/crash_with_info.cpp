@@ -40,3 +40,20 @@ void log_and_write(int index) {
 }  // namespace
 
 TEST_CASE("crashes in inline code, after logging") { log_and_write(5); }
+
+// A case that never ends, after logging: stopped at its time limit, it must still show what it
+// had logged (which of its calls hung), as a crash does.
+namespace {
+volatile bool keep_going = true;  // never cleared: the loop below never ends
+void spin(int round) {
+  INFO("inner: round ", round);
+  while (keep_going) {
+  }
+}
+void (*volatile call_spin)(int) = spin;
+}  // namespace
+
+TEST_CASE("hangs in code it cannot see, after logging") {
+  INFO("outer: a context of 5 tokens");
+  call_spin(3);
+}

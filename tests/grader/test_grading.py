@@ -620,7 +620,14 @@ class CaseRunner(unittest.TestCase):
         self.assertEqual(r.status, "timeout")
         self.assertLess(r.seconds, 10)
         self.assertEqual(runner.summarize("timeout", r.output, r, "case"),
-                         "ran longer than 1 s and was killed. Look for a loop that never ends.")
+                         "ran longer than 1 s and was stopped (doctest reports the stop as "
+                         "CRASHED: SIGTERM, with what the case had logged). Look for a loop that "
+                         "never ends.")
+        # SIGTERM first, so that doctest can report the case; one that ignores it is killed.
+        r = self.run_fake("signal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)",
+                          timeout=1)
+        self.assertEqual(r.status, "timeout")
+        self.assertLess(r.seconds, 1 + testrun.TERM_GRACE_S + 5)
 
 
 def sample_grade(build_status="ok"):

@@ -68,7 +68,11 @@ class CrashContextListener final : public doctest::IReporter {
  public:
   explicit CrashContextListener(const doctest::ContextOptions& options) : out_(*options.cout) {}
 
-  void test_case_exception(const doctest::TestCaseException& e) override { crashed_ = e.is_crash; }
+  void test_case_exception(const doctest::TestCaseException& e) override {
+    crashed_ = e.is_crash;
+    // tools/testrun.py stops a case past its time limit with SIGTERM: not a crash of its own.
+    stopped_ = e.is_crash && std::string(e.error_string.c_str()).rfind("SIGTERM", 0) == 0;
+  }
 
   void test_case_end(const doctest::CurrentTestCaseStats&) override {
     if (!crashed_) return;
@@ -80,7 +84,10 @@ class CrashContextListener final : public doctest::IReporter {
     for (int i = 0; i < n; ++i) {
       std::ostringstream text;
       const bool printed = run_guarded([&] { contexts[i]->stringify(&text); });
-      out_ << (i == 0 ? "  logged before the crash: " : "                            ");
+      out_ << (i == 0
+                   ? (stopped_ ? "  logged before it was stopped: " : "  logged before the crash: ")
+                   : (stopped_ ? "                                "
+                               : "                            "));
       if (!printed) {
         out_ << "(not printable from here on: the case crashed before this INFO was complete)\n";
         break;
@@ -105,6 +112,7 @@ class CrashContextListener final : public doctest::IReporter {
  private:
   std::ostream& out_;
   bool crashed_ = false;
+  bool stopped_ = false;
 };
 
 }  // namespace
