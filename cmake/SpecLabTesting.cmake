@@ -73,7 +73,7 @@ function(_speclab_discover target list_file ctest_file)
     "if(EXISTS \"${ctest_file}\")\n"
     "  include(\"${ctest_file}\")\n"
     "else()\n"
-    "  add_test(\"${D_PREFIX}: NOT BUILT\" ${CMAKE_COMMAND} -E echo \"The cases of ${D_PREFIX} are listed when ${target} is built, and it is not: cmake --build ${PROJECT_BINARY_DIR} --target ${target} (or build everything), then run ctest again.\")\n"
+    "  add_test(\"${D_PREFIX}: NOT BUILT\" ${CMAKE_COMMAND} -E echo \"The cases of ${D_PREFIX} are listed once ${target} is built, and it was not when this ctest run started. If this run built it (a lab's 'build the LAB_IMPL implementation' test does), run the same ctest command again; otherwise build it first: cmake --build ${PROJECT_BINARY_DIR} --target ${target} (or build everything).\")\n"
     "  set_tests_properties(\"${D_PREFIX}: NOT BUILT\" PROPERTIES WILL_FAIL TRUE LABELS \"${labels}\")\n"
     "endif()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${include_file})

@@ -43,7 +43,8 @@ TEST_SUITE("lab01 / Proposing: the scan") {
     }
     INFO(
         "context {7,7,7}, n=2: the earlier '7 7' at index 0 overlaps the suffix, and the "
-        "context is only n + 1 tokens long: both are allowed ('The two off-by-ones')");
+        "context is only n + 1 tokens long: both are allowed ('Proposing: the scan'); if you "
+        "proposed nothing, does your scan start at the suffix itself? ('The two off-by-ones')");
     CHECK(speclab::ngram_propose(V{7, 7, 7}, 2, 3) == V{7});
   }
 
@@ -55,8 +56,10 @@ TEST_SUITE("lab01 / Proposing: the scan") {
       CHECK(speclab::ngram_propose(ctx, 1, 5) == V{1});
     }
     const V ctx2 = {3, 9, 2, 3, 9};
-    INFO("'3 9' at index 0 is followed by 2 3 9, then the context ends: k = 10, but 3 tokens");
-    CHECK(speclab::ngram_propose(ctx2, 2, 10) == V{2, 3, 9});
+    {
+      INFO("'3 9' at index 0 is followed by 2 3 9, then the context ends: k = 10, but 3 tokens");
+      CHECK(speclab::ngram_propose(ctx2, 2, 10) == V{2, 3, 9});
+    }
     INFO("any k >= 0 is allowed: INT_MAX is cut at the end too (start + k overflows an int)");
     CHECK(speclab::ngram_propose(ctx2, 2, std::numeric_limits<int>::max()) == V{2, 3, 9});
   }

@@ -9,8 +9,10 @@
 #include "mini_engine/spec/loop.h"
 #include "mini_engine/targets/toy_target.h"
 #include "prompt_lookup.h"
+#include "test_util.h"
 
 using namespace speclab;
+using speclab::testing::first_difference;
 
 namespace {
 
@@ -34,16 +36,6 @@ Run run_both(ToyRegime regime, std::uint64_t seed, int n, int k, int max_new = 1
   PromptLookupDrafter drafter(n);
   r.spec = run_speculative(target, drafter, greedy_verify_rule(), prompt, dc);
   return r;
-}
-
-// Where two outputs part, for the failure message: the printed vectors stop after 32 tokens.
-std::string first_difference(const std::vector<Token>& spec, const std::vector<Token>& base) {
-  std::size_t i = 0;
-  while (i < spec.size() && i < base.size() && spec[i] == base[i]) ++i;
-  const auto at = [i](const std::vector<Token>& v) {
-    return i < v.size() ? std::to_string(v[i]) : std::string("(end)");
-  };
-  return "at index " + std::to_string(i) + ": speculative " + at(spec) + ", plain " + at(base);
 }
 
 }  // namespace

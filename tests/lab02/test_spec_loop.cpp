@@ -10,8 +10,10 @@
 #include "mini_engine/targets/toy_target.h"
 #include "ngram_storage.h"
 #include "prompt_lookup.h"  // verify_greedy (lab 01's reference solution)
+#include "test_util.h"
 
 using namespace speclab;
+using speclab::testing::first_difference;
 
 namespace {
 
@@ -47,9 +49,11 @@ TEST_SUITE("lab02 / Lossless, still") {
           for (int k : {1, 4, 7}) {
             dc.k = k;
             NGramDrafter drafter(c);
-            const auto spec = run_speculative(target, drafter, greedy_verify_rule(), prompt, dc);
+            // Before the run, so that a drafter that throws is reported with them too.
             INFO("regime=", to_string(regime), " seed=", seed, " drafter=", drafter.name(),
                  " k=", k);
+            const auto spec = run_speculative(target, drafter, greedy_verify_rule(), prompt, dc);
+            INFO("first difference ", first_difference(spec.tokens, base));
             REQUIRE(spec.tokens == base);
             ++runs;
           }

@@ -10,6 +10,18 @@
 
 namespace speclab::testing {
 
+// Where two outputs part, for the failure message of an identity test (doctest prints only the
+// first 32 tokens of each vector): "at index I: speculative S, plain P", "(end)" past either.
+inline std::string first_difference(const std::vector<Token>& spec,
+                                    const std::vector<Token>& base) {
+  std::size_t i = 0;
+  while (i < spec.size() && i < base.size() && spec[i] == base[i]) ++i;
+  const auto at = [i](const std::vector<Token>& v) {
+    return i < v.size() ? std::to_string(v[i]) : std::string("(end)");
+  };
+  return "at index " + std::to_string(i) + ": speculative " + at(spec) + ", plain " + at(base);
+}
+
 // Logits whose row i has its maximum at argmaxes[i] (score 1, every other entry 0).
 inline Logits logits_with_argmax(std::initializer_list<Token> argmaxes, int vocab = 32) {
   Logits l(static_cast<int>(argmaxes.size()), vocab);
