@@ -775,7 +775,27 @@ class Reports(unittest.TestCase):
                         "a suite's cases stay together, in their order")
 
 
-class FakeWorkspace:
+class QuietWorkspace:
+    """What the fake workspaces below share: build output shown as it is, and a student's code
+    that changes no file."""
+
+    def clean_build_output(self, text):
+        return text
+
+    def relative_paths(self, text):
+        return text
+
+    def stamp(self):
+        pass
+
+    def undo_changes(self):
+        return []
+
+    def checkout_changes(self):
+        return []
+
+
+class FakeWorkspace(QuietWorkspace):
     """Stands in for workspace.Workspace in grade_submission: each build_targets call pops the
     next (ok, output) from `builds` and records the targets it was asked for."""
 
@@ -796,23 +816,8 @@ class FakeWorkspace:
         self.built.append(targets)
         return self.builds.pop(0)
 
-    def clean_build_output(self, text):
-        return text
-
-    def stamp(self):
-        pass
-
-    def undo_changes(self):
-        return []
-
-    def checkout_changes(self):
-        return []
-
     def starter_dependencies(self, lab):
         return self.deps
-
-    def relative_paths(self, text):
-        return text
 
     def exe(self, lab, impl, hidden=False):
         return "/nonexistent"
@@ -959,7 +964,7 @@ class GradeOneSubmission(unittest.TestCase):
 LAB02 = Lab("lab02", "lab02_ngram_storage", 30.0, 2048)
 
 
-class TimedWorkspace:
+class TimedWorkspace(QuietWorkspace):
     """Stands in for workspace.Workspace in cli.grade (lab01 and lab02, no hidden tests): each
     build sleeps `seconds` (`slow` seconds for the labs it names; stopped at its timeout, as the
     real one is) and records the targets and the lab file it built; `events` records the
@@ -1011,23 +1016,8 @@ class TimedWorkspace:
         self.events.append((targets, self.files.get(lab.editable[0])))
         return (None, "stopped") if seconds > timeout else (True, "built")
 
-    def clean_build_output(self, text):
-        return text
-
-    def stamp(self):
-        pass
-
-    def undo_changes(self):
-        return []
-
-    def checkout_changes(self):
-        return []
-
     def starter_dependencies(self, lab):
         return []
-
-    def relative_paths(self, text):
-        return text
 
     def exe(self, lab, impl, hidden=False):
         return f"/fake/{lab.name}_{impl}"

@@ -569,6 +569,14 @@ def grade(args):
         # Every submission is read, and every lab one of them will be graded on is set up and
         # checked against its reference, before anyone is graded: a lab that cannot be graded
         # stops the run before it has graded some of the class and not the rest.
+        def not_graded(path, name, e):
+            """A submission that cannot be graded: alone, the run's error; in a class, a row."""
+            if not several:
+                raise e
+            errors[name] = (printable(os.path.abspath(path)), printable(str(e)))
+            log(f"grade: {name}: NOT GRADED: {e}")
+            remove_reports(os.path.join(out_root, name))
+
         loaded = []
         for path, name in zip(args.submissions, names):
             try:
@@ -576,11 +584,7 @@ def grade(args):
                 sub.name = name
                 loaded.append((path, sub, choose_labs(sub, args.lab, declared)))
             except SubmissionError as e:
-                if not several:
-                    raise
-                errors[name] = (printable(os.path.abspath(path)), printable(str(e)))
-                log(f"grade: {name}: NOT GRADED: {e}")
-                remove_reports(os.path.join(out_root, name))
+                not_graded(path, name, e)
         for _, _, lab_names in loaded:
             for lab in lab_names:
                 if lab not in setups:
@@ -590,11 +594,7 @@ def grade(args):
             try:
                 g = grade_submission(ws, sub, lab_names, setups, args)
             except SubmissionError as e:
-                if not several:
-                    raise
-                errors[name] = (printable(os.path.abspath(path)), printable(str(e)))
-                log(f"grade: {name}: NOT GRADED: {e}")
-                remove_reports(os.path.join(out_root, name))
+                not_graded(path, name, e)
                 continue
             check_checkout(ws, g)
             out_dir = os.path.join(out_root, name) if (several or not args.out) else out_root
