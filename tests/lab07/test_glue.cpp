@@ -312,8 +312,9 @@ TEST_SUITE("lab07 / How far to draft") {
     d.observe(context, round_with(first, 1));  // one of six accepted
     CHECK(d.controller().next_k() == 2);
     CHECK(d.propose(context, 6).size() == 2u);
-    INFO("the k each propose() passed to the inner drafter: ask it for min(k, next_k), not for k "
-         "with the proposal cut afterwards (a drafter may do less work for a smaller k)");
+    INFO(
+        "the k each propose() passed to the inner drafter: ask it for min(k, next_k), not for k "
+        "with the proposal cut afterwards (a drafter may do less work for a smaller k)");
     CHECK(calls->asked_k == std::vector<int>{6, 2});
   }
   TEST_CASE("the controller counts the drafts proposed, not the k asked for") {
