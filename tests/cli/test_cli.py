@@ -1862,6 +1862,9 @@ class RealModel(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("identical to plain decoding", out)
         self.assertNotIn("Showing the toy target", out)
+        # --max-new-tokens applies to the toy table that follows too: it printed 256 tokens
+        # whatever was asked.
+        self.assertIn("greedy decoding of 24 tokens on the toy target", out)
         # One timing each would be at the mercy of a busy machine: the speedup is the median of
         # three side-by-side pairs, shown with its range.
         m = re.search(r"Decode speedup ([0-9.]+)x \(median of 3 runs each, ([0-9.]+) to "

@@ -31,10 +31,14 @@ int main(int argc, char** argv) {
   int prompt_len = 128, repeats = 20, kmax = 8;
   app.add_option("--model", model, "GGUF file")->required();
   app.add_option("--prompt", prompt_len, "context tokens before measuring")
-      ->check(cli::int_in(1, 4096, "context tokens"));
+      ->check(cli::int_in(1, 4096, "context tokens"))
+      ->capture_default_str();
   app.add_option("--repeats", repeats, "repeats per measurement")
-      ->check(cli::int_in(1, 10000, "repeats"));
-  app.add_option("--kmax", kmax, "largest k")->check(cli::int_in(1, 64, "largest k"));
+      ->check(cli::int_in(1, 10000, "repeats"))
+      ->capture_default_str();
+  app.add_option("--kmax", kmax, "largest k")
+      ->check(cli::int_in(1, 64, "largest k"))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (const std::string why = cuda_unavailable_reason(); !why.empty()) {
     std::fprintf(stderr, "speclab_bench_cuda: %s\n", why.c_str());

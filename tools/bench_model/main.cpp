@@ -70,15 +70,20 @@ int main(int argc, char** argv) {
   bool json = false;
   app.add_option("--model", model, "GGUF file")->required();
   app.add_option("--threads", threads, "worker threads")
-      ->check(cli::int_in(1, 256, "worker threads"));
+      ->check(cli::int_in(1, 256, "worker threads"))
+      ->capture_default_str();
   app.add_option("--prompt", prompt_len, "prompt tokens for the prefill")
-      ->check(cli::int_in(1, 4096, "prompt tokens"));
+      ->check(cli::int_in(1, 4096, "prompt tokens"))
+      ->capture_default_str();
   app.add_option("--decode", decode_steps, "decode steps per repeat")
-      ->check(cli::int_in(1, 4096, "decode steps"));
+      ->check(cli::int_in(1, 4096, "decode steps"))
+      ->capture_default_str();
   app.add_option("--repeats", repeats, "repeats (medians are taken over them)")
-      ->check(cli::int_in(1, 1000, "repeats"));
+      ->check(cli::int_in(1, 1000, "repeats"))
+      ->capture_default_str();
   app.add_option("--kmax", kmax, "largest k for the verify-pass cost")
-      ->check(cli::int_in(1, 64, "largest k"));
+      ->check(cli::int_in(1, 64, "largest k"))
+      ->capture_default_str();
   app.add_flag("--json", json, "print one JSON object");
   app.add_flag("--cpu-time", g_cpu_time,
                "time with process CPU time instead of wall time (use with --threads 1)");

@@ -213,7 +213,7 @@ def plot_tokens_per_run(runner: Runner, out: Path) -> dict:
 
 # The CPU cost model of book/why_speculation.md: a pass that scores t positions of SmolLM2-135M
 # takes max(B / beta, t * F / pi). Round numbers for a two-core laptop, stated in the chapter.
-MODEL_BYTES = 81e6        # B: weights read per pass
+MODEL_BYTES = 97e6        # B: weights read per pass (Q4_1 layers, Q8_0 embedding)
 MODEL_FLOP = 0.269e9      # F: FLOP per scored position
 CPU_BANDWIDTH = 15e9      # beta: bytes per second
 CPU_FLOPS = 100e9         # pi: FLOP per second

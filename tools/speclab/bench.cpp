@@ -503,7 +503,7 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--temperature", o->temperature, "Sampling temperature; 0 = greedy")
       ->check(real_in(0.0, 100.0, "sampling temperature"))
       ->capture_default_str();
-  add_seed_flag(*cmd, o->seed, "Sampling seed");
+  add_seed_flag(*cmd, o->seed, "Sampling seed; for the toy workloads also the seed of their text");
   cmd->add_option(
          "--csv", o->csv,
          "Write the results as CSV here ('' = do not); its folder is made when it is written. "

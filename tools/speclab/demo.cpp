@@ -203,9 +203,7 @@ void run_demo(const DemoOptions& o) {
       ok = model_demo(*model, o);
       if (o.model == "auto") {  // the toy regimes show the two extremes of guessable text
         std::printf("\n");
-        DemoOptions toy = o;
-        toy.max_new_tokens = 0;  // the toy's own default length
-        ok = toy_demo(toy) && ok;
+        ok = toy_demo(o) && ok;
       }
     } else {
       std::printf("(SmolLM2 is not available: %s. Showing the toy target instead.)\n\n",
@@ -237,7 +235,8 @@ void add_demo(CLI::App& app) {
       ->check(int_in(0, 64, "n-gram size"))
       ->capture_default_str();
   cmd->add_option("--max-new-tokens", o->max_new_tokens,
-                  "Tokens to generate; 0 = 256 on the toy target, 120 on SmolLM2")
+                  "Tokens to generate, by SmolLM2 and by the toy table alike; 0 = 256 on the toy "
+                  "target, 120 on SmolLM2")
       ->check(int_in(0, 100000, "tokens to generate"))
       ->capture_default_str();
   cmd->add_option("--threads", o->threads,

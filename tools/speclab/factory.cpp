@@ -410,7 +410,7 @@ void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string
   }
   const std::string n_help =
       "n-gram size: prompt-lookup matches the last n tokens; ngram/nasd/sa+ngram use n-grams up "
-      "to n; pool keys are up to n tokens (auto: as the drafter it steers)";
+      "to n (n >= 2); pool keys are up to n tokens (n <= 64) (auto: as the drafter it steers)";
   if (drafter_list) {
     add_list_flag(cmd, "--drafter", *drafter_list, help);
   } else {
