@@ -1651,6 +1651,17 @@ class Tampering(TempDir):
         self.assertEqual(self.ws.checkout_changes(),
                          [os.path.join(self.repo, "labs/lab01_prompt_lookup/new.h"),
                           os.path.join(self.repo, "tests/lab01/points.txt")])
+        # Each change is named once, for the submission during which it happened: the next one
+        # is not blamed for it too.
+        self.assertEqual(self.ws.checkout_changes(), [])
+        self.write("repo/tests/lab01/points.txt", b"1 a case\n")
+        self.assertEqual(self.ws.checkout_changes(),
+                         [os.path.join(self.repo, "tests/lab01/points.txt")])
+        # The copy is still written from what the run started with.
+        self.ws.stamp()
+        self.assertEqual(self.ws.undo_changes(), [])
+        self.assertFalse(os.path.exists(os.path.join(self.ws.src,
+                                                     "labs/lab01_prompt_lookup/new.h")))
 
     def test_a_changed_hidden_test_is_named(self):
         self.assertEqual(self.ws.checkout_changes(), [])

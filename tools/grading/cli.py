@@ -467,8 +467,8 @@ def listing(paths, most=5):
 
 
 def check_checkout(ws, g):
-    """After a submission: a change to the checkout or the hidden tests since the run began can
-    only be its code's doing. The checkout is named in the submission's check column (this run
+    """After a submission: a change to the checkout or the hidden tests while it was graded is
+    likely its code's doing. The checkout is named in the submission's check column (this run
     goes on with the copy it started with); changed hidden tests stop the run, since every later
     build would compile them."""
     changed = ws.checkout_changes()
@@ -481,9 +481,9 @@ def check_checkout(ws, g):
             f"stopped, since later builds would compile them. Put them back, look at "
             f"{g.name}'s file, and grade the rest again")
     g.check.append(f"your checkout changed while {g.name} was graded ({listing(changed)}): its "
-                   "code can only have done it; this run went on with the files it started "
-                   "with, and nothing was put back in your checkout (git status shows the "
-                   "change); check it by hand")
+                   "code may have done it, unless someone edited the checkout meanwhile; this "
+                   "run went on with the files it started with, and nothing was put back in "
+                   "your checkout (git status shows the change); check it by hand")
     g.notes.append(g.check[-1])
     log(f"grade: {g.name}: WARNING: {g.check[-1]}")
 

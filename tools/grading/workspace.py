@@ -140,7 +140,8 @@ class Workspace:
         self._lock = None
         self._placed = set()
         self._snapshot = {}  # repository-relative path -> content, as sync() copied it
-        self._hidden_snapshot = {}  # absolute path -> content of each --hidden file at sync()
+        self._seen = {}  # the same for the checkout as checkout_changes() last saw it
+        self._hidden_seen = {}  # absolute path -> content of each --hidden file, likewise
         self._stamp = None  # st_mtime_ns of WORK/cases-started, written by stamp()
 
     # ---- lifetime ----
@@ -193,7 +194,8 @@ class Workspace:
         self._snapshot = self._read_repo()
         if not self._snapshot:
             raise GradingError(f"{self.repo} holds no source files")
-        self._hidden_snapshot = self._read_hidden()
+        self._seen = dict(self._snapshot)
+        self._hidden_seen = self._read_hidden()
         return len(self._write_copy())
 
     def _write_copy(self):
@@ -258,13 +260,17 @@ class Workspace:
 
     def checkout_changes(self):
         """The files of the checkout (its source files) and of --hidden that were changed, added
-        or removed since sync(), as absolute paths, sorted. Nothing here writes to either."""
+        or removed since the last call (the first: since sync()), as absolute paths, sorted, so
+        that each change is named once. Nothing here writes to either, and the copy is still
+        written from what sync() read."""
         changed = []
-        for before, now, root in ((self._snapshot, self._read_repo(), self.repo),
-                                  (self._hidden_snapshot, self._read_hidden(), None)):
+        now_repo, now_hidden = self._read_repo(), self._read_hidden()
+        for before, now, root in ((self._seen, now_repo, self.repo),
+                                  (self._hidden_seen, now_hidden, None)):
             for key in set(before) | set(now):
                 if before.get(key) != now.get(key):
                     changed.append(os.path.join(root, key) if root else key)
+        self._seen, self._hidden_seen = now_repo, now_hidden
         return sorted(changed)
 
     def place(self, rel, data):
