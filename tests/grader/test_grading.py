@@ -835,6 +835,17 @@ class GradeOneSubmission(unittest.TestCase):
         args = argparse.Namespace(build_timeout=60, jobs=1)
         return ws, cli.grade_submission(ws, sub, ["lab01"], {"lab01": setup}, args)
 
+    def test_a_grading_folder_that_cannot_be_put_back_stops_the_run_with_a_reason(self):
+        # A student's code that makes a folder of the copy unwritable (as a user other than
+        # root) would end the run in a PermissionError traceback.
+        def refuse():
+            raise PermissionError(13, "Permission denied", "/w/src/labs")
+        with mock.patch.object(FakeWorkspace, "undo_changes", side_effect=refuse, create=True), \
+                mock.patch.object(cli.runner, "run_cases", passing_cases):
+            with self.assertRaisesRegex(GradingError, r"(?s)could not put the grading folder "
+                                        r"back after alice's lab01 cases.*Permission denied"):
+                self.grade([(True, "ok"), (True, "ok")])
+
     def test_a_solution_or_test_file_the_compiler_read_is_flagged_however_it_was_included(self):
         # An '#include SOL' through a macro escapes the text check; the dependency list does not.
         engine = ["labs/lab01_prompt_lookup/prompt_lookup.h", "mini_engine/core/token.h",

@@ -369,7 +369,14 @@ def grade_submission(ws, sub, lab_names, setups, args):
                                        why=HIDDEN_BUILD_FAILED, **hidden)
         # The cases ran the student's code with the grader's permissions: what it changed in
         # the grading folder is put back before anything else is built or run there.
-        changed = ws.undo_changes()
+        try:
+            changed = ws.undo_changes()
+        except OSError as e:
+            raise GradingError(
+                f"could not put the grading folder back after {sub.name}'s {lab.name} cases "
+                f"({e}): its code may have changed permissions there. Grading stopped, since "
+                f"later submissions would be graded in a changed folder; look at {rel}, delete "
+                f"the grading folder ({ws.work}) and grade the rest again") from e
         if changed:
             check.append(f"{rel}: its code changed {len(changed)} file(s) of the grading folder "
                          f"while {lab.name}'s cases ran ({listing(changed)}); they were put "
