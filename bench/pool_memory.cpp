@@ -22,7 +22,7 @@
 int main(int argc, char** argv) {
   using namespace speclab;
   const bool smoke = argc > 1 && std::strcmp(argv[1], "--smoke") == 0;
-  if (argc > 1 && !smoke) {
+  if (argc > 2 || (argc > 1 && !smoke)) {
     std::fprintf(stderr, "usage: %s [--smoke]\n", argv[0]);
     return 2;
   }

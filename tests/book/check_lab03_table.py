@@ -9,6 +9,7 @@ periodic figures at top-k 1 and 3 as measured, and that its claim about the defa
 filler_top_k = 3 is within 0.02 tokens per run of the best top-k on every sampled workload.
 Exit status 1 with a message naming what differs; 0 when all agree.
 """
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +36,11 @@ def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
     chapter = Path(sys.argv[2]) if len(sys.argv) == 3 else ROOT / "book" / "lab03_nasd.md"
+    if not (Path(sys.argv[1]).is_file() and os.access(sys.argv[1], os.X_OK)):
+        sys.exit(f"{sys.argv[1]} is not an executable file: build it first "
+                 "(cmake --build build --target bench_nasd_enrichment)")
+    if not chapter.is_file():
+        sys.exit(f"{chapter} is not a file: give the lab 03 chapter")
     run = subprocess.run([sys.argv[1]], capture_output=True, text=True, timeout=120)
     if run.returncode != 0:
         sys.exit(f"{sys.argv[1]} exited {run.returncode}:\n{run.stdout}{run.stderr}")
