@@ -26,6 +26,9 @@ if os.environ.get("ARGS_LOG"):
         log.write(" ".join(args) + "\\n")
 if os.path.basename(csv) == os.environ.get("FAIL_RUN"):
     sys.exit("bench: failed on purpose")
+if "--tokens" in args:  # a further file the bench writes, as speclab bench --tokens does
+    with open(args[args.index("--tokens") + 1], "w") as f:
+        f.write("tokens of " + os.path.basename(csv) + "\\n")
 trips = os.environ.get("TRIPS", "80.5,84.25").split(",")
 with open(csv, "w") as f:
     f.write("workload,drafter,tokens_per_run,core_round_trip_ns_min,core_round_trip_ns_max\\n")
@@ -95,6 +98,40 @@ class RunBenches(unittest.TestCase):
         self.assertNotIn("core_round_trip_ns", meta)
         self.assertEqual(meta["lab_impl"], "starter")
 
+    def test_a_further_file_of_a_bench_is_saved_beside_its_csv(self):
+        log = Path(self.tmp.name) / "args.log"
+        os.environ["ARGS_LOG"] = str(log)
+        runs = {"speed": ["--k", "16", "--tokens", "@tokens.jsonl"]}
+        study.run_benches(self.fake, runs, self.data, 2, None)
+        self.assertEqual((self.data / "tokens.jsonl").read_text(), "tokens of speed.csv\n")
+        self.assertNotIn("@", log.read_text(), "the bench was given '@tokens.jsonl' as it is")
+        self.assertEqual(self.leftovers(), [])
+
+    def test_a_tool_runs_after_the_benches_and_its_output_is_saved(self):
+        seen = []
+
+        def reader(folder, threads, speclab):
+            seen.append((sorted(p.name for p in folder.iterdir()), threads, speclab))
+            return [sys.executable, "-c", f"print(open({str(folder / 'tokens.jsonl')!r}).read()"
+                                          ".upper(), end='')"]
+
+        runs = {"speed": ["--tokens", "@tokens.jsonl"]}
+        study.run_benches(self.fake, runs, self.data, 3, None, tools={"cost.json": reader})
+        self.assertEqual(seen, [(["speed.csv", "tokens.jsonl"], 3, self.fake)])
+        self.assertEqual((self.data / "cost.json").read_text(), "TOKENS OF SPEED.CSV\n")
+        self.assertTrue((self.data / "tokens.jsonl").is_file())
+        self.assertEqual(self.leftovers(), [])
+
+    def test_a_failed_tool_leaves_the_saved_data_as_it_was(self):
+        before = self.saved()
+        runs = {"speed": ["--tokens", "@tokens.jsonl"]}
+        with self.assertRaises(SystemExit) as stop:
+            study.run_benches(self.fake, runs, self.data, 2, None, tools={
+                "cost.json": lambda folder, threads, speclab: [sys.executable, "-c",
+                                                               "raise SystemExit(3)"]})
+        self.assertIn("for cost.json failed", str(stop.exception.code))
+        self.assertEqual(self.saved(), before)
+        self.assertEqual(self.leftovers(), [])
 
     def test_the_device_reaches_every_bench_and_the_meta(self):
         log = Path(self.tmp.name) / "args.log"

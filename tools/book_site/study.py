@@ -95,13 +95,17 @@ def round_trip_text(meta):
         f", cross-core round trip {lo} to {hi} ns"
 
 
-def run_benches(speclab, runs, data, threads, lab_impl, device="cpu"):
+def run_benches(speclab, runs, data, threads, lab_impl, device="cpu", tools=None):
     """Runs `speclab bench --model smollm2 --device DEVICE --threads THREADS ARGS` for each
-    NAME: ARGS of `runs` and saves its CSV as data/NAME.csv, with data/meta.json. The files are
-    replaced only when every bench has succeeded; otherwise this exits and the saved data stays
-    as it was."""
+    NAME: ARGS of `runs` and saves its CSV as data/NAME.csv, with data/meta.json. An argument
+    `@FILE` in ARGS names a further file the bench writes (`--tokens @tokens.jsonl`), saved as
+    data/FILE. `tools` maps a FILE to a function (folder, threads, speclab) -> argv of a program run after
+    the benches, whose standard output is saved as data/FILE; `folder` holds the benches' files.
+    The files are replaced only when every program has succeeded; otherwise this exits and the
+    saved data stays as it was."""
     if not Path(speclab).is_file():
         sys.exit(f"{speclab} is missing: build first (cmake --build build)")
+    tools = tools or {}
     data.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.pop("LAB_IMPL", None)
@@ -110,14 +114,21 @@ def run_benches(speclab, runs, data, threads, lab_impl, device="cpu"):
     load = os.getloadavg()[0]
     start = datetime.datetime.now(datetime.timezone.utc)
     with tempfile.TemporaryDirectory(dir=data.parent, prefix=f".{data.name}-") as tmp:
+        side_files = [a[1:] for args in runs.values() for a in args if a.startswith("@")]
         for name, args in runs.items():
             cmd = [str(speclab), "bench", "--model", "smollm2", "--device", device,
                    "--threads", str(threads),
                    "--no-progress", "--csv", str(Path(tmp) / f"{name}.csv"), "--json", "",
-                   *args]
+                   *(str(Path(tmp) / a[1:]) if a.startswith("@") else a for a in args)]
             print("+", " ".join(cmd), flush=True)
             if subprocess.run(cmd, env=env).returncode != 0:
                 sys.exit(f"the bench for '{name}' failed (see above); {data} is unchanged")
+        for name, argv_of in tools.items():
+            cmd = [str(a) for a in argv_of(Path(tmp), threads, Path(speclab))]
+            print("+", " ".join(cmd), ">", name, flush=True)
+            with open(Path(tmp) / name, "w", encoding="utf-8") as out:
+                if subprocess.run(cmd, env=env, stdout=out).returncode != 0:
+                    sys.exit(f"'{cmd[0]}' for {name} failed (see above); {data} is unchanged")
         minutes = (datetime.datetime.now(datetime.timezone.utc) - start).total_seconds() / 60
         meta = {
             "date": start.strftime("%Y-%m-%d"),
@@ -131,8 +142,8 @@ def run_benches(speclab, runs, data, threads, lab_impl, device="cpu"):
         trips = round_trips([Path(tmp) / f"{name}.csv" for name in runs])
         if trips:  # where the host had put the two CPUs (speclab bench's cross-core round trip)
             meta["core_round_trip_ns"] = [min(trips), max(trips)]
-        for name in runs:
-            shutil.move(str(Path(tmp) / f"{name}.csv"), str(data / f"{name}.csv"))
+        for name in [f"{n}.csv" for n in runs] + side_files + list(tools):
+            shutil.move(str(Path(tmp) / name), str(data / name))
         (data / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
 
@@ -141,7 +152,8 @@ def main(doc, *, chapter, data, prefix, renderers, runs, threads, threads_help, 
     """The study's command line: `run` (bench, save, render), `render` and `check`. `devices`
     maps another --device of `run` (e.g. "cuda") to its own (data folder, runs); the default
     device, cpu, uses `data` and `runs`. `sets` maps a name for `run --set` to another (data
-    folder, runs) measured on the CPU, e.g. the same bench on a second kind of CPU."""
+    folder, runs) measured on the CPU, e.g. the same bench on a second kind of CPU, or to (data
+    folder, runs, tools) with further programs to run (run_benches)."""
     devices = {"cpu": (data, runs), **(devices or {})}
     sets = sets or {}
     tool = f"tools/{Path(sys.argv[0]).name}"
@@ -163,8 +175,9 @@ def main(doc, *, chapter, data, prefix, renderers, runs, threads, threads_help, 
             p.error("--bin '': give the speclab binary (default build/bin/speclab)")
         if a.set and a.device != "cpu":
             p.error("--set measures on the CPU: give it without --device")
-        set_data, set_runs = sets[a.set] if a.set else devices[a.device]
-        run_benches(a.bin, set_runs, set_data, a.threads, a.lab_impl, a.device)
+        set_data, set_runs, *set_tools = sets[a.set] if a.set else devices[a.device]
+        run_benches(a.bin, set_runs, set_data, a.threads, a.lab_impl, a.device,
+                    set_tools[0] if set_tools else None)
         return render(a)
 
     p = argparse.ArgumentParser(prog=tool, description=doc,
