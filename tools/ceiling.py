@@ -7,6 +7,10 @@
       > out/cost.json
   tools/ceiling.py --tokens out/tokens.jsonl --cost out/cost.json [--k 5,8,16] [--min-match 2]
 
+(--prompt: about the replies' mean context, prompt plus reply so far, since a pass costs more as
+the context grows. `tools/study_results run --set ceiling` records both files that way, into
+data/study/ceiling/, for the Results page's table.)
+
 Greedy decoding emits the same reply whatever the drafter, so the replies that `bench --tokens`
 recorded (at its default --temperature 0: sampled replies do not replay) can be replayed through
 the decoding loop's rounds with a drafter that knows them. This tool does that for two oracles
