@@ -105,6 +105,7 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
       }
       for (int k = 0; k <= static_cast<int>(row.size()) + 1; ++k) {
         INFO("trial " << trial << ", " << row.size() << " tokens, k = " << k);
+        INFO("the row: ", row, " (equal scores rank by id, lower first; -inf is never returned)");
         REQUIRE(top_k_tokens(row, k) == reference_top_k(row, k));
         ++compared;
       }
@@ -197,6 +198,13 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
       INFO("same size as the round's context, but it ends 7 9, not with the emitted 7 8");
       const V wrong_end = {1, 2, 3, 7, 9};
       check_rejected(wrong_end, h.round, 2);
+    }
+    {
+      INFO(
+          "same size and the same last token, but it ends 9 8, not with the emitted 7 8: every "
+          "emitted token must match, not only the last one");
+      const V wrong_middle = {1, 2, 3, 9, 8};
+      check_rejected(wrong_middle, h.round, 2);
     }
     {
       INFO("a context one token longer than position + emitted.size()");
