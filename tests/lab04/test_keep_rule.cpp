@@ -36,12 +36,26 @@ TEST_SUITE("lab04 / Keeping values: the keep rule") {
     pool.insert_pair(V{5}, V{7});
     pool.insert_pair(V{5}, V{1, 2});
     pool.insert_pair(V{5}, V{1, 2, 3});
-    INFO("the value that began as '1' is still the oldest after growing to '1 2 3'");
-    CHECK(pool.values(V{5}) == Values{{1, 2, 3}, {7}});
-    INFO("a value may grow by several tokens at once: '8' then '8 6 4' is one value");
-    pool.insert_pair(V{6}, V{8});
-    pool.insert_pair(V{6}, V{8, 6, 4});
-    CHECK(pool.values(V{6}) == Values{{8, 6, 4}});
+    {
+      INFO("the value that began as '1' is still the oldest after growing to '1 2 3'");
+      CHECK(pool.values(V{5}) == Values{{1, 2, 3}, {7}});
+    }
+    {
+      INFO("a value may grow by several tokens at once: '8' then '8 6 4' is one value");
+      pool.insert_pair(V{6}, V{8});
+      pool.insert_pair(V{6}, V{8, 6, 4});
+      CHECK(pool.values(V{6}) == Values{{8, 6, 4}});
+    }
+    INFO(
+        "'1 2' and '1 9' start alike but are two values: '1 9 5' grows the second, and '1 9' "
+        "then changes nothing; compare with every stored value, not only the first that starts "
+        "the same way");
+    pool.insert_pair(V{7}, V{1, 2});
+    pool.insert_pair(V{7}, V{1, 9});
+    pool.insert_pair(V{7}, V{1, 9, 5});
+    CHECK(pool.values(V{7}) == Values{{1, 2}, {1, 9, 5}});
+    pool.insert_pair(V{7}, V{1, 9});
+    CHECK(pool.values(V{7}) == Values{{1, 2}, {1, 9, 5}});
   }
 
   TEST_CASE("keep one: only a strictly longer value replaces the kept value") {

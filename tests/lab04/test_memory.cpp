@@ -25,8 +25,15 @@ TEST_SUITE("lab04 / Bounded memory") {
     pool.insert_pair(V{1}, V{10});
     pool.insert_pair(V{2}, V{20});
     pool.insert_pair(V{3}, V{30});
-    pool.insert_pair(V{1}, V{10, 11});  // key 1 is used again: key 2 is now the oldest use
-    pool.insert_pair(V{4}, V{40});      // full: key 2 goes
+    pool.insert_pair(V{1}, V{12});  // key 1 is used again: key 2 is now the oldest use
+    {
+      INFO(
+          "key 1 is already in the pool: an insert under it needs no room, so nothing is "
+          "evicted (only a new key evicts); its values are {10} and now {12}");
+      CHECK(pool.values(V{1}) == Values{{10}, {12}});
+      CHECK(pool.stats().evicted_keys == 0);
+    }
+    pool.insert_pair(V{4}, V{40});  // full: key 2 goes
     CHECK(pool.num_keys() == 3);
     CHECK(pool.values(V{2}) == Values{});
     INFO(
