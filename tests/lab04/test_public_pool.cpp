@@ -99,8 +99,9 @@ TEST_SUITE("lab04 / Public and private pools") {
       NGramPool scanned(config(3, v));
       scanned.scan(text);
       INFO("v = ", v);
-      INFO("first difference: ", first_difference(contents(manager.pool(a)), contents(scanned)));
-      CHECK(contents(manager.pool(a)) == contents(scanned));
+      // The first difference, not the two pools (printed whole, they fill screens), and only
+      // for the first v that differs.
+      REQUIRE(first_difference(contents(manager.pool(a)), contents(scanned)) == "none");
     }
   }
 

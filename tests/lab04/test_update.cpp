@@ -79,8 +79,9 @@ TEST_SUITE("lab04 / The per-token update") {
           incremental.update(std::span<const Token>(tokens).first(end));
         }
         INFO("keep_all=", keep_all, " seed=", seed);
-        INFO("first difference: ", first_difference(contents(incremental), contents(scanned)));
-        CHECK(contents(incremental) == contents(scanned));
+        // The first difference, not the two pools (printed whole, they fill screens), and only
+        // for the first seed that differs.
+        REQUIRE(first_difference(contents(incremental), contents(scanned)) == "none");
       }
     }
   }
