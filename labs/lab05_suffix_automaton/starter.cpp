@@ -8,8 +8,8 @@ namespace speclab {
 // --8<-- [start:extend]
 void SuffixAutomaton::extend(Token t) {
   // TODO(lab05): reject a negative t (std::invalid_argument) before anything changes, then
-  // add a state for the whole stream and append t to tokens_ (after new_state:
-  // it throws at the stream limit and must leave nothing changed), give every suffix state that
+  // add a state for the whole stream and append t to tokens_ (after new_state: it throws at the
+  // stream limit, max_tokens(), and must leave nothing changed), give every suffix state that
   // lacks a transition on t one to it, then set its suffix link -- cloning q when q is too long.
   // Record where each state's first occurrence ends (a clone keeps its original's).
   // The header's glue does the storage: new_state, copy_state, next and set_next (by index).

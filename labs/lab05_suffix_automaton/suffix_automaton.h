@@ -124,13 +124,30 @@ inline std::ostream& operator<<(std::ostream& os, const SuffixMatch& m) {
 // link) points to the state of the longest suffix that ends at more positions.
 class SuffixAutomaton {
  public:
-  // An empty automaton: the root state alone (len 0, no link).
-  SuffixAutomaton() { clear(); }
+  // The most tokens a stream can hold: states and positions are stored in 32 bits (see State).
+  static constexpr std::int64_t kMaxTokens = (std::int64_t{1} << 30) - 1;
+
+  // An empty automaton: the root state alone (len 0, no link). Its stream holds up to
+  // kMaxTokens tokens.
+  SuffixAutomaton() : SuffixAutomaton(kMaxTokens) {}
+  // An empty automaton whose stream holds at most `max_tokens` tokens (1..kMaxTokens): a lower
+  // limit caps one stream's memory, and lets the tests reach the limit, which at kMaxTokens (about
+  // a billion tokens, tens of gigabytes) they cannot. Throws std::invalid_argument outside
+  // 1..kMaxTokens.
+  explicit SuffixAutomaton(std::int64_t max_tokens) : max_tokens_(max_tokens) {
+    if (max_tokens < 1 || max_tokens > kMaxTokens) {
+      throw std::invalid_argument("SuffixAutomaton: max_tokens must be in 1.." +
+                                  std::to_string(kMaxTokens) + ", got " +
+                                  std::to_string(max_tokens));
+    }
+    clear();
+  }
 
   // --8<-- [start:extend]
   // (lab 05) Appends `t` to the stream and updates the automaton: amortized O(1) states and
-  // transitions touched per token. Any token id >= 0 is fine; throws std::invalid_argument on a
-  // negative id (and std::length_error from new_state past 2^30 - 1 tokens).
+  // transitions touched per token. Any token id >= 0 is fine. Throws std::invalid_argument on a
+  // negative id, and std::length_error (new_state throws it) when the stream already holds
+  // max_tokens() tokens; either way the automaton and tokens() are left as they were.
   void extend(Token t);
   // --8<-- [end:extend]
 
@@ -167,6 +184,8 @@ class SuffixAutomaton {
   }
   std::span<const Token> tokens() const { return tokens_; }
   std::size_t size() const { return tokens_.size(); }
+  // The most tokens the stream may hold (the constructor's limit; clear() keeps it).
+  std::int64_t max_tokens() const { return max_tokens_; }
   int num_states() const { return static_cast<int>(states_.size()); }
   // Calls of next() since the automaton was made or cleared: the transitions extend looked at,
   // the measure of "amortized O(1) transitions touched per token" (the tests divide it by size()).
@@ -199,8 +218,8 @@ class SuffixAutomaton {
  private:
   // The layout is chosen for the cache: a token touches a few states, and past the L2 cache every
   // state it touches costs a trip to memory, so a state is small and holds its first transitions
-  // itself. Indices and positions are 32-bit, so a stream holds at most 2^30 - 1 tokens (and at
-  // most 2^31 - 2 states).
+  // itself. Indices and positions are 32-bit, so a stream holds at most kMaxTokens = 2^30 - 1
+  // tokens (and at most 2^31 - 2 states).
   struct Edge {
     Token token = -1;          // -1: an unused slot
     std::int32_t target = -1;  // the state reached on `token`
@@ -222,10 +241,11 @@ class SuffixAutomaton {
   // (Indices, not references: states_.push_back may move every state.)
 
   // Appends a state with no transitions; returns its index. Throws std::length_error (and
-  // changes nothing) when first_end reaches the stream limit.
+  // changes nothing) when first_end reaches the stream limit, max_tokens().
   int new_state(int len, int link, std::int64_t first_end) {
-    if (first_end >= kMaxTokens) {
-      throw std::length_error("SuffixAutomaton: the stream is limited to 2^30 - 1 tokens");
+    if (first_end >= max_tokens_) {
+      throw std::length_error("SuffixAutomaton: the stream is limited to " +
+                              std::to_string(max_tokens_) + " tokens (max_tokens)");
     }
     states_.push_back({len, link, static_cast<std::int32_t>(first_end), -1, {}});
     return static_cast<int>(states_.size()) - 1;
@@ -272,7 +292,7 @@ class SuffixAutomaton {
     overflow_[static_cast<std::size_t>(st.overflow)].set(t, target);
   }
 
-  static constexpr std::int64_t kMaxTokens = (std::int64_t{1} << 30) - 1;
+  std::int64_t max_tokens_;                    // see max_tokens()
   std::vector<State> states_;                  // states_[0] is the root
   std::vector<TransitionMap> overflow_;        // transitions past a state's first two
   std::vector<Token> tokens_;                  // the stream; propose copies from it

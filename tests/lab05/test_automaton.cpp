@@ -149,6 +149,40 @@ TEST_SUITE("lab05 / Extending by one token") {
     CHECK(rejected.num_states() == clean.num_states());
     CHECK(rejected.longest_match() == clean.longest_match());
   }
+
+  TEST_CASE("a stream at its token limit refuses the next token and changes nothing") {
+    // The real limit, SuffixAutomaton::kMaxTokens (about a billion tokens), does not fit in a
+    // test's memory; the constructor lowers it to 6 here. 1 2 3 1 2 3: the match "1 2 3" first
+    // ends at 2, so a proposal runs to the end of the stream and would show a seventh token.
+    CHECK(SuffixAutomaton().max_tokens() == SuffixAutomaton::kMaxTokens);
+    CHECK_THROWS_AS(SuffixAutomaton(0), std::invalid_argument);
+    CHECK_THROWS_AS(SuffixAutomaton(SuffixAutomaton::kMaxTokens + 1), std::invalid_argument);
+    const V full = {1, 2, 3, 1, 2, 3};
+    SuffixAutomaton sa(6);
+    CHECK(sa.max_tokens() == 6);
+    for (Token t : full) sa.extend(t);
+    REQUIRE(sa.size() == full.size());
+    const int states = sa.num_states();
+    const SuffixMatch match = sa.longest_match();
+    const V draft = sa.propose(8, 1);
+    CHECK(draft == V{1, 2, 3});
+
+    INFO(
+        "at the limit new_state throws: record the token in tokens_ only after it succeeded, or"
+        " the stream grows while the automaton does not (see the chapter, 'Extending by one"
+        " token')");
+    for (int attempt = 1; attempt <= 2; ++attempt) {
+      CAPTURE(attempt);
+      CHECK_THROWS_WITH_AS(sa.extend(1), doctest::Contains("limited to 6 tokens"),
+                           std::length_error);
+      CHECK(sa.size() == full.size());
+      CHECK(V(sa.tokens().begin(), sa.tokens().end()) == full);
+      CHECK(sa.num_states() == states);
+      CHECK(sa.longest_match() == match);
+      CHECK(sa.propose(8, 1) == draft);
+      CHECK_FALSE(sa.contains(V{3, 1, 2, 3, 1}));
+    }
+  }
 }
 
 TEST_SUITE("lab05 / The longest earlier match") {
