@@ -46,8 +46,11 @@ void record_round(NGramModel& storage, std::span<const Token> context, const Rou
       !std::equal(round.emitted.begin(), round.emitted.end(),
                   context.end() - static_cast<std::ptrdiff_t>(n_emitted))) {
     throw std::invalid_argument(
-        "record_round: context must end with the round's emitted tokens "
-        "(context.size() == round.position + emitted.size())");
+        "record_round: context must end with the round's emitted tokens, so its size must be "
+        "round.position + emitted.size() = " +
+        std::to_string(round.position) + " + " + std::to_string(n_emitted) + " and its last " +
+        std::to_string(n_emitted) + " tokens the emitted ones; got a context of " +
+        std::to_string(context.size()) + " tokens");
   }
   if (n_emitted > 0 &&
       (round.logits == nullptr || round.logits->rows() < static_cast<int>(n_emitted))) {

@@ -25,8 +25,13 @@ TEST_SUITE("lab04 / The options") {
     c.max_values_per_key = -1;
     CHECK_THROWS_WITH_AS(NGramPool{c}, doctest::Contains("max_values_per_key"),
                          std::invalid_argument);
-    CHECK_THROWS_WITH_AS(NGramPool(config(0, 0)), doctest::Contains("max_draft_len"),
-                         std::invalid_argument);  // both out: the first one declared is named
+    {
+      INFO(
+          "config(k = 0, v = 0): both are out of range; the message names the first field "
+          "NGramPoolConfig declares, max_draft_len (v), before max_matching_ngram_size (k)");
+      CHECK_THROWS_WITH_AS(NGramPool(config(0, 0)), doctest::Contains("max_draft_len"),
+                           std::invalid_argument);
+    }
     CHECK_THROWS_AS(NGramPoolManager(config(0, 5)), std::invalid_argument);
     {
       INFO("a manager of private pools makes no pool up front, but its config is checked too");
