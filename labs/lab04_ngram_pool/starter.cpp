@@ -75,7 +75,7 @@ void NGramPoolManager::update(RequestId id, std::span<const Token> context) {
 }
 
 std::vector<Token> NGramPoolManager::propose(RequestId id, std::span<const Token> context, int k) {
-  // TODO(lab04): update, then look up.
+  // TODO(lab04): refuse k < 0 first (nothing fed), then update, then look up.
   (void)id, (void)context, (void)k;
   todo("lab04", "NGramPoolManager::propose",
        "book/lab04_ngram_pool.md, section 'Public and private pools'");

@@ -170,6 +170,10 @@ void NGramPoolManager::update(RequestId id, std::span<const Token> context) {
 }
 
 std::vector<Token> NGramPoolManager::propose(RequestId id, std::span<const Token> context, int k) {
+  if (k < 0) {
+    throw std::invalid_argument("NGramPoolManager::propose: k must be >= 0, got " +
+                                std::to_string(k));
+  }
   update(id, context);
   return pool(id).lookup(context, k);
 }

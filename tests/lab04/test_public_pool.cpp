@@ -119,6 +119,20 @@ TEST_SUITE("lab04 / Public and private pools") {
     CHECK(manager.pool(b).values(V{5}) == Values{{7, 5}});
   }
 
+  TEST_CASE("propose refuses a negative budget before it feeds anything") {
+    NGramPoolManager manager(pool_config(false));
+    const RequestId a = manager.add_request(V{5});
+    INFO(
+        "propose(a, {5, 7, 5}, k = -1): a bad argument changes nothing, so the pool must not "
+        "have learned 7 and 5, and the error must name propose's k");
+    CHECK_THROWS_WITH_AS(manager.propose(a, V{5, 7, 5}, -1), doctest::Contains("k"),
+                         std::invalid_argument);
+    CHECK(manager.pool(a).num_keys() == 0);
+    CHECK(manager.pool(a).stats().pair_updates == 0);
+    INFO("the context is still unseen: the next propose feeds it");
+    CHECK(manager.propose(a, V{5, 7, 5}, 4) == V{7, 5});
+  }
+
   TEST_CASE("the pool drafter is lossless on the toy target") {
     for (bool is_public : {true, false}) {
       for (ToyRegime regime : {ToyRegime::periodic, ToyRegime::markov, ToyRegime::random}) {
