@@ -34,7 +34,7 @@ TEST_SUITE("lab04 / The options") {
     }
     CHECK_THROWS_AS(NGramPoolManager(config(0, 5)), std::invalid_argument);
     {
-      INFO("a manager of private pools makes no pool up front, but its config is checked too");
+      INFO("a manager of private pools checks its config too, before any request makes a pool");
       NGramPoolConfig private_pools = config(0, 5);
       private_pools.is_public_pool = false;
       CHECK_THROWS_WITH_AS(NGramPoolManager{private_pools},
