@@ -246,6 +246,30 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
     }
   }
 
+  TEST_CASE("a round that emitted nothing records nothing, and needs no logits") {
+    // The contract allows it: no emitted token, no row read, so no row is required.
+    HandRound h;
+    RoundRecord empty;
+    empty.position = static_cast<int>(h.context.size());
+    empty.emitted = {};
+    empty.logits = nullptr;
+    for (int filler_top_k : {1, 3}) {
+      INFO("position 5 = context.size(), no emitted tokens, null logits, filler_top_k ",
+           filler_top_k, ": valid, and there is nothing to learn");
+      OneLevelNGramStorage s(2);
+      CHECK_NOTHROW(record_round(s, h.context, empty, filler_top_k));
+      CHECK(s.size() == 0);
+    }
+    INFO(
+        "but its position must still be context.size(): the context ends with the zero tokens "
+        "it emitted exactly there");
+    RoundRecord early = empty;
+    early.position = 4;
+    OneLevelNGramStorage s(2);
+    CHECK_THROWS_AS(record_round(s, h.context, early, 2), std::invalid_argument);
+    CHECK(s.size() == 0);
+  }
+
   TEST_CASE("memory grows with filler_top_k exactly as the target's top-k predicts") {
     // Workload: ToyTarget markov (vocab 64, branching 4, seed 3), prompt 12, 150 greedy tokens,
     // k = 4, NASD n = 3, min_context 1. Greedy output is the same for every filler_top_k, so the
