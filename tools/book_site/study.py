@@ -167,7 +167,9 @@ def main(doc, *, chapter, data, prefix, renderers, runs, threads, threads_help, 
         return 0
 
     def check(_a):
-        return generated.check(chapter, rendered(), f"{data.relative_to(ROOT)}/",
+        folders = sorted({str(d.relative_to(ROOT)) + "/" for d, *_ in
+                          [(data,), *devices.values(), *sets.values()]})
+        return generated.check(chapter, rendered(), ", ".join(folders),
                                f"`{tool} render` (or `run` to measure again)")
 
     def run(a):
