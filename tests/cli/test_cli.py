@@ -260,6 +260,20 @@ class BadInput(unittest.TestCase):
             self.assertEqual(rc, 2, err)
             self.assertNotIn("tools/fetch_model", err)
 
+    def test_no_home_and_no_model_cache_is_named_without_a_traceback(self):
+        # With neither HOME nor SPECLAB_CACHE set (cron, env -i), tools/fetch_model's failure
+        # message recursed into itself: demo and --model smollm2 printed a 2,000-line Python
+        # RecursionError traceback as "its message above".
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("HOME", "SPECLAB_CACHE", "SPECLAB_MODEL", "LAB_IMPL", "NO_COLOR")}
+        for cmd in (["generate", "--model", "smollm2", "--prompt", "hi"],
+                    ["demo", "--max-new-tokens", "4"]):
+            p = subprocess.run([SPECLAB, *cmd], capture_output=True, env=env, timeout=120)
+            err = p.stderr.decode("utf-8", "replace")
+            self.assertFalse("Traceback" in err, err[:600])
+            self.assertIn("fetch_model: neither SPECLAB_CACHE nor HOME is set", err)
+            self.assertEqual(p.returncode, 2 if cmd[0] == "generate" else 0, err)
+
     def test_prompt_with_invalid_utf8(self):
         self.assert_refused(["generate", "--model", "toy", "--prompt", b"1 2 \xff 3"],
                             "the prompt is not valid UTF-8 (byte 4: 0xFF)")
