@@ -504,6 +504,31 @@ class BadInput(unittest.TestCase):
                                 "are the same file", cwd=tmp)
             self.assertEqual(Path(same).read_text(), "kept\n")
 
+    def test_an_output_inside_another_output_is_refused_before_the_run(self):
+        # Neither path existed, so each passed its own check; the bench ran, then the second
+        # write made a folder where the first file had to go (or the reverse), and the run
+        # failed with nothing written (exit 1, or 2 after the whole run) and a folder left.
+        with tempfile.TemporaryDirectory() as tmp:
+            for csv_path, json_path, tokens, inner, outer in [
+                    ("o/r.csv", "o/r.csv/r.json", "", "--json 'o/r.csv/r.json'", "--csv 'o/r.csv'"),
+                    ("o/x/r.csv", "o/x", "", "--csv 'o/x/r.csv'", "--json 'o/x'"),
+                    ("o/r.csv", "o/r.json", "./o/r.json/../r.json/t.jsonl",
+                     "--tokens './o/r.json/../r.json/t.jsonl'", "--json 'o/r.json'")]:
+                cmd = ["bench", "--model", "toy", "--repeats", "1", "--max-new-tokens", "8",
+                       "--prompts", "1", "--drafter", "sa", "--csv", csv_path, "--json",
+                       json_path, "--tokens", tokens]
+                self.assert_refused(cmd, f"{inner} lies inside {outer}, which names a file",
+                                    cwd=tmp)
+                _, out, _ = speclab(*cmd, cwd=tmp)
+                self.assertNotIn("speedup", out, "the bench ran before checking its outputs")
+                self.assertEqual(os.listdir(tmp), [], "a refused run left a folder behind")
+            # A file beside another whose name starts the same is not inside it.
+            rc, _, err = speclab("bench", "--model", "toy", "--repeats", "1", "--max-new-tokens",
+                                 "8", "--prompts", "1", "--drafter", "sa", "--csv", "o/r",
+                                 "--json", "o/r.json", cwd=tmp)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(sorted(os.listdir(os.path.join(tmp, "o"))), ["r", "r.json"])
+
     def test_an_empty_value_after_equals_is_that_empty_value(self):
         # CLI11 read "--csv=" as a flag with no value and took the next word for it: "--csv=
         # --json=" wrote the CSV to a file named "--json=" and the JSON to the default path, and

@@ -182,19 +182,53 @@ void check_outputs_spare_inputs(const std::vector<std::pair<std::string, std::st
   }
 }
 
-void check_output_files(const std::vector<std::pair<std::string, std::string>>& outputs) {
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    for (size_t j = i + 1; j < outputs.size(); ++j) {
-      const auto& [a, what_a] = outputs[i];
-      const auto& [b, what_b] = outputs[j];
-      if (a.empty() || b.empty()) continue;
-      if (!same_file(a, b)) continue;
-      throw UsageError(what_a + " '" + a + "' and " + what_b + " '" + b + "' are the same file (" +
-                       resolved(a).string() + "): the " + what_b + " output would overwrite the " +
-                       what_a + " output; give two different paths, or '' to leave one out");
-    }
+namespace {
+
+// Whether resolved path `inner` lies inside the folder `outer` names ("o/a.csv/b.json" inside
+// "o/a.csv"), `outer` itself excluded.
+bool lies_inside(const fs::path& outer, const fs::path& inner) {
+  auto o = outer.begin();
+  auto i = inner.begin();
+  for (; o != outer.end(); ++o, ++i) {
+    if (o->empty()) continue;  // a trailing separator
+    if (i == inner.end() || *o != *i) return false;
   }
+  return i != inner.end();
+}
+
+}  // namespace
+
+void check_output_files(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  const auto each_pair = [&](const auto& check) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      for (size_t j = i + 1; j < outputs.size(); ++j) {
+        if (!outputs[i].first.empty() && !outputs[j].first.empty()) check(outputs[i], outputs[j]);
+      }
+    }
+  };
+  each_pair([](const auto& first, const auto& second) {
+    const auto& [a, what_a] = first;
+    const auto& [b, what_b] = second;
+    if (!same_file(a, b)) return;
+    throw UsageError(what_a + " '" + a + "' and " + what_b + " '" + b + "' are the same file (" +
+                     resolved(a).string() + "): the " + what_b + " output would overwrite the " +
+                     what_a + " output; give two different paths, or '' to leave one out");
+  });
   for (const auto& [path, what] : outputs) check_output_file(path, what);
+  // One inside the other ("--csv o/x.csv --json o/x.csv/y.json"): each passed its own check
+  // while neither existed, and the run ended in a failed write, with nothing written and the
+  // folder made for one of them left behind.
+  each_pair([](const auto& first, const auto& second) {
+    const fs::path ra = resolved(first.first);
+    const fs::path rb = resolved(second.first);
+    const bool second_inside = lies_inside(ra, rb);
+    if (!second_inside && !lies_inside(rb, ra)) return;
+    const auto& [file, what_file] = second_inside ? first : second;
+    const auto& [inner, what_inner] = second_inside ? second : first;
+    throw UsageError(what_inner + " '" + inner + "' lies inside " + what_file + " '" + file +
+                     "', which names a file: both cannot be written; give paths where neither "
+                     "is inside the other");
+  });
 }
 
 std::ofstream open_output_file(const std::string& path, const std::string& what) {

@@ -44,10 +44,11 @@ std::string mib(std::size_t bytes);
 void check_output_file(const std::string& path, const std::string& what);
 
 // check_output_file() for each of `outputs` ({path, what}: "--csv", "--json", ...), after
-// checking that no two of them name the same file, which the later write would overwrite. Two
-// paths are the same file as the system resolves them: "x", "./x" and "sub/../x", a link and its
-// target. Throws UsageError naming both flags and paths. Creates nothing (open_output_file makes
-// the folders when a file is written). Empty paths (not written) are skipped.
+// checking that no two of them name the same file, which the later write would overwrite, and
+// that none lies inside another ("o/x.csv" and "o/x.csv/y.json": one would have to be a folder).
+// Two paths are the same file as the system resolves them: "x", "./x" and "sub/../x", a link and
+// its target. Throws UsageError naming both flags and paths. Creates nothing (open_output_file
+// makes the folders when a file is written). Empty paths (not written) are skipped.
 void check_output_files(const std::vector<std::pair<std::string, std::string>>& outputs);
 
 // Whether paths a and b name one file: the same file where both exist, otherwise the same path
