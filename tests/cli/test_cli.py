@@ -1368,6 +1368,25 @@ class Bench(unittest.TestCase):
             self.assertTrue(all(o["tokens_per_run"] > 1.2 for o in periodic), periodic)
             self.assertIn("toy-periodic", p.stdout)
 
+    def test_a_replaced_output_file_keeps_its_permissions(self):
+        # The outputs are written beside the file and renamed over it: the new file had the
+        # umask's mode, so a trace or a CSV kept private (0600) came back readable by everyone.
+        with tempfile.TemporaryDirectory() as tmp:
+            trace, csv_path = Path(tmp) / "t.jsonl", Path(tmp) / "b.csv"
+            for path, mode in ((trace, 0o600), (csv_path, 0o640)):
+                path.write_text("earlier\n")
+                os.chmod(path, mode)
+            rc, _, err = speclab("trace", "--model", "toy", "--max-new-tokens", "8", "--out",
+                                 str(trace))
+            self.assertEqual(rc, 0, err)
+            rc, _, err = speclab("bench", "--model", "toy", "--repeats", "1", "--prompts", "1",
+                                 "--max-new-tokens", "8", "--drafter", "sa", "--csv",
+                                 str(csv_path), "--json", "")
+            self.assertEqual(rc, 0, err)
+            for path, mode in ((trace, 0o600), (csv_path, 0o640)):
+                self.assertNotEqual(path.read_text(), "earlier\n")
+                self.assertEqual(oct(os.stat(path).st_mode & 0o777), oct(mode), path.name)
+
     def test_progress_bar_with_an_eta_on_a_terminal(self):
         rc, out = speclab_on_tty("bench", "--model", "toy", "--workload", "toy-markov",
                                  "--repeats", "1", "--max-new-tokens", "32", "--csv", "",

@@ -86,6 +86,13 @@ OutputFile::OutputFile(const std::string& path, const std::string& what)
     discard();
     throw;
   }
+  // The scratch file replaces the user's: it takes that file's permissions, or a trace kept
+  // private (chmod 600) came back readable by everyone (0644, from the umask).
+  if (type == fs::file_type::regular) {
+    std::error_code perms_ec;
+    const fs::perms perms = fs::status(target_, perms_ec).permissions();
+    if (!perms_ec) fs::permissions(partial_, perms, perms_ec);
+  }
 }
 
 OutputFile::~OutputFile() {

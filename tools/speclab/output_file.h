@@ -11,9 +11,10 @@ namespace speclab::cli {
 // The file the user named at `path`, opened for writing. A regular file, or one not there yet, is
 // written to a scratch file beside it (beside the file a link names), "<path>.partial-<pid>", that
 // commit() renames over it: a run that fails, throws or is interrupted by SIGINT, SIGTERM or SIGHUP
-// leaves `path` as it was and no scratch file. Anything else (/dev/null, a pipe, a terminal) is
-// opened once and written directly, since a rename would replace the device or the pipe itself.
-// Requires `path` to have passed check_output_file(). Not copyable; at most 8 live at a time.
+// leaves `path` as it was and no scratch file. A file that exists keeps its permissions. Anything
+// else (/dev/null, a pipe, a terminal) is opened once and written directly, since a rename would
+// replace the device or the pipe itself. Requires `path` to have passed check_output_file(). Not
+// copyable; at most 8 live at a time.
 class OutputFile {
  public:
   // Opens it, creating missing parent folders. Throws UsageError as open_output_file() does.
