@@ -20,6 +20,7 @@ using speclab::cli::CaseResult;
 using speclab::cli::median_ratio;
 using speclab::cli::round_trip_line;
 using speclab::cli::write_csv;
+using speclab::cli::write_json;
 
 TEST_CASE("the progress bar's ETA is the time left, not the whole run's") {
   using speclab::cli::ProgressBar;
@@ -134,4 +135,19 @@ TEST_CASE("the table's legend defines every timed column: drafter cost and token
                    "token") != std::string::npos);
   CHECK(table.find("plain, spec tok/s: emitted tokens per second end to end (prefill included), "
                    "median over repeats") != std::string::npos);
+}
+
+TEST_CASE("the JSON is written when a workload's or the model's name is not UTF-8") {
+  // A workload is named by its file, the model by its GGUF's general.name: bytes that are not
+  // UTF-8 made nlohmann's dump throw after the whole bench, and every output was lost.
+  BenchMeta meta;
+  meta.model = "cpu-llama(S\xffollm2)";
+  CaseResult c;
+  c.workload = "w\xff";
+  c.drafter = c.drafter_name = "sa";
+  std::ostringstream out;
+  INFO("model ", meta.model, ", workload ", c.workload);
+  REQUIRE_NOTHROW(write_json(out, meta, {c}));
+  CHECK(out.str().find("\"model\": \"cpu-llama(S\xef\xbf\xbdollm2)\"") != std::string::npos);
+  CHECK(out.str().find("\"workload\": \"w\xef\xbf\xbd\"") != std::string::npos);
 }

@@ -1644,6 +1644,24 @@ class RealModel(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn("code_edit", out)
 
+    def test_bench_json_of_a_workload_whose_file_name_is_not_utf8(self):
+        # The workload is named by its file: a name that is not UTF-8 made the JSON writer throw
+        # after the whole run ("[json.exception.type_error.316] invalid UTF-8 byte"), exit 1,
+        # and the CSV and the tokens were lost with it.
+        with tempfile.TemporaryDirectory() as tmp:
+            name = b"w\xff"
+            with open(os.path.join(os.fsencode(tmp), name + b".jsonl"), "wb") as f:
+                f.write(b'{"id": "a", "turns": ["Say hi."]}\n')
+            rc, _, err = speclab("bench", "--model", "smollm2", "--threads", "1", "--workload",
+                                 b"./" + name + b".jsonl", "--repeats", "1", "--max-new-tokens",
+                                 "4", "--drafter", "sa", "--csv", "r.csv", "--json", "r.json",
+                                 "--tokens", "t.jsonl", cwd=tmp)
+            self.assertEqual(rc, 0, err)
+            self.assertNotIn("json.exception", err)
+            report = json.loads(Path(tmp, "r.json").read_text())
+            self.assertEqual(report["cases"][0]["workload"], "w\ufffd")
+            self.assertTrue(Path(tmp, "r.csv").is_file() and Path(tmp, "t.jsonl").is_file())
+
     def test_bench_tokens_of_a_two_turn_conversation(self):
         # Turn 2's prompt is the whole conversation so far: turn 1's prompt and reply, what
         # closes the reply, then the user's second message.

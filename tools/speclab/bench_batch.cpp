@@ -290,7 +290,8 @@ void write_json(std::ostream& out, const BatchBenchSettings& s, const Model& mod
         {"mismatches", r.mismatches},
     });
   }
-  out << j.dump(2) << '\n';
+  // Not UTF-8 in a workload's or the model's name: U+FFFD, not an exception after the run.
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
 }
 
 }  // namespace

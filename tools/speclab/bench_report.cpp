@@ -295,7 +295,10 @@ void write_json(std::ostream& out, const BenchMeta& meta, const std::vector<Case
     if (c.mismatches) row["first_mismatch"] = c.first_mismatch;
     j["cases"].push_back(row);
   }
-  out << j.dump(2) << '\n';
+  // A workload is named by its file and the model by its GGUF: either may hold bytes that are
+  // not UTF-8, which nlohmann's strict dump threw on after the whole run ("[json.exception.
+  // type_error.316] ..."), losing every output. They are written as U+FFFD instead.
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
 }
 
 void write_tokens(std::ostream& out, const std::vector<TurnTokens>& turns) {
@@ -305,7 +308,7 @@ void write_tokens(std::ostream& out, const std::vector<TurnTokens>& turns) {
                                          {"turn", t.turn},
                                          {"prompt", t.prompt},
                                          {"reply", t.reply}};
-    out << line.dump() << '\n';
+    out << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   }
 }
 
