@@ -55,6 +55,15 @@ TEST_SUITE("cli / workloads") {
       CHECK_THROWS_WITH_AS(load_workload(path), doctest::Contains(message.c_str()), UsageError);
       std::filesystem::remove(path);
     }
+    {  // the library's exception id is not for the user
+      const std::string path = write_temp("bad.jsonl", "not json\n");
+      CHECK_THROWS_WITH_AS(load_workload(path),
+                           (path + ":1: not valid JSON: parse error at line 1, column 2: syntax "
+                                   "error while parsing value - invalid literal; last read: 'no'")
+                               .c_str(),
+                           UsageError);
+      std::filesystem::remove(path);
+    }
     CHECK_THROWS_WITH_AS(load_workload("/nonexistent/x.jsonl"),
                          doctest::Contains("'/nonexistent/x.jsonl': no such file"), UsageError);
     const std::string folder = std::filesystem::temp_directory_path().string();

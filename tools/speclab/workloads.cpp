@@ -36,7 +36,11 @@ Workload load_workload(const std::string& path) {
     try {
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception& e) {
-      throw UsageError(where(path, number) + "not valid JSON: " + e.what());
+      // what() opens with the library's exception id, "[json.exception.parse_error.101] ":
+      // the user needs only what follows.
+      std::string why = e.what();
+      if (why.starts_with("[json.exception.")) why.erase(0, why.find("] ") + 2);
+      throw UsageError(where(path, number) + "not valid JSON: " + why);
     }
     if (!j.is_object()) throw UsageError(where(path, number) + "each line must be a JSON object");
     Conversation c;
