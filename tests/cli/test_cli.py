@@ -1528,6 +1528,20 @@ class Demo(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn("--model smollm2: tools/fetch_model", err)
 
+    def test_demo_refuses_an_n_longer_than_its_runs_like_the_other_subcommands(self):
+        # generate, trace and bench refuse an --n that no run can hold; demo ran, showed no
+        # speedup at all, and never said why.
+        missing = {"SPECLAB_MODEL": "/nonexistent/SmolLM2.gguf"}
+        for model in ("toy", "auto"):
+            rc, out, err = speclab("demo", "--model", model, "--n", "64", "--max-new-tokens", "10",
+                                   env=missing)
+            self.assertEqual(rc, 2, err)
+            self.assertIn("--n 64 is too long for the context: this run holds at most 26 tokens "
+                          "(the toy table's prompt 16 + max-new-tokens 10)", err)
+            self.assertEqual(out, "")
+        rc, _, err = speclab("demo", "--model", "toy", "--n", "25", "--max-new-tokens", "10")
+        self.assertEqual(rc, 0, err)
+
     def test_demo_names_a_flag_that_has_no_effect(self):
         missing = {"SPECLAB_MODEL": "/nonexistent/SmolLM2.gguf"}
         rc, _, err = speclab("demo", "--model", "toy", "--threads", "2", "--max-new-tokens", "16",

@@ -32,15 +32,30 @@ struct DemoOptions {
   bool no_color = false;
 };
 
+// The toy table's prompt: 16 tokens of the target's own.
+constexpr int kToyPromptTokens = 16;
+
+// Throws UsageError when prompt lookup's --n cannot match within a run of `prompt_tokens` plus
+// `max_new_tokens` (as generate, trace and bench refuse it): the demo would show no speedup at
+// all, for a reason it never says.
+void check_demo_n(int n, std::size_t prompt_tokens, int max_new_tokens, const std::string& what) {
+  DrafterOptions d;
+  d.drafter = "prompt-lookup";
+  d.n = n;
+  check_n_within(d, static_cast<long long>(prompt_tokens) + max_new_tokens,
+                 what + " " + std::to_string(prompt_tokens) + " + max-new-tokens " +
+                     std::to_string(max_new_tokens));
+}
+
 // Returns false when speculative output differs from the baseline.
 bool demo_regime(ToyRegime regime, const DemoOptions& o, int max_new_tokens) {
   TargetOptions t;
   t.regime = to_string(regime);
   t.toy_seed = o.seed;
-  t.toy_length_hint = 16 + max_new_tokens;
+  t.toy_length_hint = kToyPromptTokens + max_new_tokens;
   Model model = load_model(t);
   auto* toy = dynamic_cast<ToyTarget*>(model.target.get());
-  const std::vector<Token> prompt = toy->make_prompt(16);
+  const std::vector<Token> prompt = toy->make_prompt(kToyPromptTokens);
   DecodeConfig dc;
   dc.max_new_tokens = max_new_tokens;
   dc.k = o.k;
@@ -96,6 +111,7 @@ bool model_demo(Model& model, const DemoOptions& o) {
   const std::vector<Token> user = model.codec->user_turn(c.turns.front());
   prompt.insert(prompt.end(), user.begin(), user.end());
   check_fits_context(model, prompt.size(), max_new, "the demo's prompt", /*prompt_given=*/false);
+  check_demo_n(n, prompt.size(), max_new, "the demo's prompt");
 
   DecodeConfig dc;
   dc.max_new_tokens = max_new;
@@ -179,6 +195,11 @@ bool model_demo(Model& model, const DemoOptions& o) {
 }
 
 void run_demo(const DemoOptions& o) {
+  // The toy table runs unless --model smollm2: its --n is checked before anything runs.
+  if (o.model != "smollm2" && o.n > 0) {
+    check_demo_n(o.n, kToyPromptTokens, o.max_new_tokens > 0 ? o.max_new_tokens : 256,
+                 "the toy table's prompt");
+  }
   bool ok = true;
   if (o.model == "toy") {
     ok = toy_demo(o);
