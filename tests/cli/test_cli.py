@@ -914,6 +914,31 @@ class Generate(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         self.assertNotIn(ESC, out)
 
+    def test_the_colour_legend_has_no_escape_codes_on_a_stderr_that_is_no_terminal(self):
+        # The legend went to stderr highlighted whenever stdout was a terminal: `2>log` wrote
+        # escape codes into the log.
+        env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "LAB_IMPL")}
+        master, slave = pty.openpty()
+        p = subprocess.Popen([SPECLAB, "generate", "--model", "toy", "--max-new-tokens", "60"],
+                             stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE,
+                             env=env, close_fds=True)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(master)
+        err = p.stderr.read().decode("utf-8", "replace")
+        self.assertEqual(p.wait(timeout=60), 0, err)
+        self.assertIn("\x1b[1;32m", out.decode("utf-8", "replace"))  # the text is highlighted
+        self.assertNotIn(ESC, err)
+        self.assertIn("accepted draft tokens are shown in bold green", err)
+
 
     def test_a_flag_that_has_no_effect_is_named_in_a_warning(self):
         """A flag that does not apply to the run is no error (scripts keep working), but it gets

@@ -26,10 +26,13 @@ void run_generate(const GenerateOptions& o) {
                run.model.description.c_str(),
                run.drafter ? run.drafter->name().c_str() : "none (plain decoding)", o.decode.k,
                o.decode.temperature == 0.0 ? "greedy" : "sampled");
-  if (color) {
+  if (color && color_wanted(stderr)) {
     std::fprintf(stderr,
                  "%saccepted draft tokens look like this%s; the rest came from the target\n",
                  TokenPrinter::kHighlight, TokenPrinter::kReset);
+  } else if (color) {  // stderr is a file or a pipe (2>log): no escape codes there
+    std::fprintf(stderr,
+                 "accepted draft tokens are shown in bold green; the rest came from the target\n");
   }
   if (!run.model.codec->is_text()) std::fprintf(stderr, "(the toy target's text is token ids)\n");
   std::fflush(stderr);
