@@ -1805,6 +1805,24 @@ class RealModel(unittest.TestCase):
                     self.assertAlmostEqual(case["core_round_trip_ns"]["min"],
                                            float(row["core_round_trip_ns_min"]), delta=0.01)
 
+    def test_bench_batch_mode_records_the_sampling_it_ran_with(self):
+        # Batched mode decodes with --temperature and --seed, but its table, CSV and JSON did
+        # not say so: a sampled run read as a greedy one (the main mode records both).
+        with tempfile.TemporaryDirectory() as tmp:
+            csv_path, json_path = Path(tmp) / "b.csv", Path(tmp) / "b.json"
+            rc, out, err = speclab("bench", "--model", "smollm2", "--threads", "1", "--workload",
+                                   "code_edit", "--batch", "2", "--repeats", "1",
+                                   "--max-new-tokens", "4", "--drafter", "sa", "--temperature",
+                                   "0.7", "--seed", "4", "--csv", str(csv_path), "--json",
+                                   str(json_path))
+            self.assertEqual(rc, 0, err)
+            self.assertIn("LAB_IMPL=solution, sampled, max-new-tokens 4", out)
+            import csv
+            rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
+            self.assertEqual({r["temperature"] for r in rows}, {"0.7"})
+            meta = json.loads(json_path.read_text())["meta"]
+            self.assertEqual((meta["temperature"], meta["seed"]), (0.7, 4))
+
     def test_bench_batch_mode_quotes_the_csv_fields_it_names(self):
         # A workload is named by its file; batched mode wrote the name unquoted, so a line break
         # or a quote in it split the row. (--workload is a comma-separated list: no commas.)

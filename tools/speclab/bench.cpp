@@ -332,6 +332,8 @@ int run_bench(const BenchOptions& o) {
     settings.repeats = o.repeats;
     settings.max_new_tokens = o.max_new_tokens;
     settings.clock = o.clock;
+    settings.temperature = o.temperature;
+    settings.seed = o.seed;
     settings.progress = !o.no_progress;
     settings.csv = o.csv;
     settings.json = o.json;

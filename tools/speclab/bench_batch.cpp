@@ -187,11 +187,11 @@ BatchRun run_cases(const BatchBenchSettings& s, const std::vector<BenchCase>& ca
 
 void print_table(const BatchBenchSettings& s, const Model& model, const BatchRun& run) {
   std::printf(
-      "speclab bench --batch: %s, LAB_IMPL=%s, max-new-tokens %d, %d repeats, %s clock\n"
+      "speclab bench --batch: %s, LAB_IMPL=%s, %s, max-new-tokens %d, %d repeats, %s clock\n"
       "first turns only: %d requests (the workload's conversations in turn) at every batch "
       "size B, decoded in consecutive batches of B\n%s\n",
-      model.description.c_str(), lab_impl(), s.max_new_tokens, s.repeats, s.clock.c_str(),
-      run.total_requests,
+      model.description.c_str(), lab_impl(), s.temperature == 0.0 ? "greedy" : "sampled",
+      s.max_new_tokens, s.repeats, s.clock.c_str(), run.total_requests,
       round_trip_line(run.round_trips,
                       "one before each repeat of a batch size and one after the last")
           .c_str());
@@ -220,7 +220,8 @@ void print_table(const BatchBenchSettings& s, const Model& model, const BatchRun
 
 void write_csv(std::ostream& out, const BatchBenchSettings& s, const Model& model,
                const BatchRun& run) {
-  out << "model,lab_impl,clock,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
+  out << "model,lab_impl,clock,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,"
+         "k,n,"
          "sa_draft_ratio,batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
          "spec_seconds_median,speedup_median,decode_speedup,mismatches,run_cost,"
          "draft_us_per_token,core_round_trip_ns_min,core_round_trip_ns_max\n";
@@ -239,8 +240,9 @@ void write_csv(std::ostream& out, const BatchBenchSettings& s, const Model& mode
     // Every text field through csv_field: a workload is named by its file, which may hold a
     // comma, a quote or a line break.
     out << csv_field(model.description) << ',' << lab_impl() << ',' << csv_field(s.clock) << ','
-        << s.max_new_tokens << ',' << s.repeats << ',' << csv_field(r.workload) << ','
-        << csv_field(r.drafter) << ',' << csv_field(r.drafter_name) << ',' << numbers << '\n';
+        << s.temperature << ',' << s.max_new_tokens << ',' << s.repeats << ','
+        << csv_field(r.workload) << ',' << csv_field(r.drafter) << ',' << csv_field(r.drafter_name)
+        << ',' << numbers << '\n';
   }
 }
 
@@ -248,7 +250,8 @@ void write_json(std::ostream& out, const BatchBenchSettings& s, const Model& mod
                 const BatchRun& run) {
   nlohmann::ordered_json j;
   j["meta"] = {{"mode", "batch"},        {"model", model.description},
-               {"lab_impl", lab_impl()}, {"max_new_tokens", s.max_new_tokens},
+               {"lab_impl", lab_impl()}, {"temperature", s.temperature},
+               {"seed", s.seed},         {"max_new_tokens", s.max_new_tokens},
                {"repeats", s.repeats},   {"threads", s.target.threads},
                {"clock", s.clock},       {"requests", run.total_requests},
                {"batches", s.batches}};

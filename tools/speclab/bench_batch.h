@@ -5,6 +5,7 @@
 // workload's conversations, in turn) are decoded in consecutive batches of B, in lock-step with
 // run_speculative_batch: plain decoding against each case. Every request's speculative output
 // must equal its plain output, or the bench fails (exit status 1) and names the request.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,8 @@ struct BatchBenchSettings {
   int repeats = 1;
   int max_new_tokens = 0;
   std::string clock = "wall";  // wall | cpu
+  double temperature = 0.0;    // --temperature and --seed, recorded with the results as the
+  std::uint64_t seed = 0;      // main mode's are (`base` of run_bench_batch decodes with them)
   bool progress = true;        // draw a progress bar (on a terminal)
   std::string csv, json;       // output paths; '' = do not write. The caller has checked them
                                // with check_output_files (run_bench does, before any work).
