@@ -336,6 +336,16 @@ class BadInput(unittest.TestCase):
             self.assert_refused([word, "--model", "toy"], f"unknown subcommand '{word}'",
                                 "demo, generate, chat, bench, trace")
 
+    def test_an_option_before_the_subcommand_is_named(self):
+        # CLI11 said only "A subcommand is required", naming neither the option nor the rule.
+        for args in (["--bogus"], ["--model", "toy", "generate"], ["-x", "demo"]):
+            self.assert_refused(args, f"unknown option '{args[0]}'",
+                                "before the subcommand (demo, generate, chat, bench, trace)")
+        for args in (["--help"], ["-h"], ["--version"]):
+            rc, out, err = speclab(*args)
+            self.assertEqual(rc, 0, err)
+            self.assertTrue(out)
+
     def test_a_nul_byte_in_the_input_is_shown_not_cut_short(self):
         # The message was printed as a C string: it stopped at the NUL, before "is not one".
         with tempfile.TemporaryDirectory() as tmp:

@@ -45,6 +45,18 @@ int main(int argc, char** argv) {
                      .what());
     return 2;
   }
+  // An option before the subcommand that speclab itself does not take ("speclab --model toy
+  // generate"): CLI11 said only "A subcommand is required". Name it, and where options go.
+  if (argc > 1 && argv[1][0] == '-' &&
+      app.get_option_no_throw(std::string(argv[1]).substr(0, std::string(argv[1]).find('='))) ==
+          nullptr) {
+    std::fprintf(stderr,
+                 "speclab: error: unknown option '%s': speclab takes only --help and --version "
+                 "before the subcommand (%s), and the subcommand's options after it "
+                 "(speclab SUBCOMMAND --help)\n",
+                 argv[1], names.c_str());
+    return 2;
+  }
   // CLI11 reads "--csv=" as "--csv" with its value still to come, and takes the next word for
   // it: "--csv= --json=" wrote a file named "--json=". "--name=" is "--name ''", unless --name
   // takes no value at all, which is said by name (CLI11 said "The following argument was not
