@@ -1033,6 +1033,24 @@ class Chat(unittest.TestCase):
         self.assertIn("[turn 2] 30 tokens", err)
         self.assertIn("chat: 2 turns", err)
 
+    def test_an_n_past_the_context_is_refused_before_any_message_is_read(self):
+        # It was checked with each message: at a terminal every message was refused with "send
+        # another message", and Ctrl-D then said "no message on standard input".
+        needle = ("--n 200 is too long for the context: this run holds at most 100 tokens (the "
+                  "model's limit")
+        args = ("chat", "--model", "toy", "--context", "100", "--n", "200", "--max-new-tokens", "5")
+        for stdin in (b"", b"1 2 3\n"):
+            rc, out, err = speclab(*args, stdin=stdin)
+            self.assertEqual(rc, 2, err)
+            self.assertIn(needle, err)
+            self.assertNotIn("no message on standard input", err)
+            self.assertEqual(out, "")
+        rc, out = speclab_on_tty(*args, typed=b"1 2 3\n\x04")
+        self.assertEqual(rc, 2, out)
+        self.assertIn(needle, out)
+        self.assertNotIn("send another message", out)
+        self.assertNotIn("you> ", out)
+
     def test_the_closing_summary_adds_up_the_turns(self):
         # Turn 1 on its own, turns 2..N together: tokens / target runs and accepted / drafted.
         rc, _, err = speclab("chat", "--model", "toy", "--max-new-tokens", "24",

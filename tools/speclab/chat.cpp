@@ -38,6 +38,14 @@ void run_chat(ChatOptions o) {
   dc.stop_tokens = model.codec->stop_tokens();
   const VerifyRule verify = drafter ? make_verify_rule(dc.sampling) : VerifyRule{};
   require_utf8(o.system, "the system message");
+  // The drafter keeps what it saw, and the conversation grows towards the model's limit: an
+  // --n past it is the flag's fault, not a message's. Checked with each message, it was
+  // refused turn after turn at a terminal ("send another message"), and ended with "no
+  // message on standard input" though every message had been read.
+  if (drafter) {
+    check_n_within(o.drafter, model.target->max_length(),
+                   "the model's limit, which the conversation grows towards turn by turn");
+  }
 
   const bool interactive = isatty(fileno(stdin)) != 0;
   require_stdin_not_a_folder("chat");
@@ -81,11 +89,6 @@ void run_chat(ChatOptions o) {
     prompt.insert(prompt.end(), user.begin(), user.end());
     check_fits_context(model, prompt.size(), o.decode.max_new_tokens,
                        name + ": the conversation so far");
-    // Not this turn's prompt: the drafter keeps what it saw, and the conversation grows.
-    if (drafter) {
-      check_n_within(o.drafter, model.target->max_length(),
-                     "the model's limit, which the conversation grows towards turn by turn");
-    }
     return prompt;
   };
   std::string line;
