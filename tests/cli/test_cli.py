@@ -1051,6 +1051,24 @@ class Chat(unittest.TestCase):
         self.assertNotIn("send another message", out)
         self.assertNotIn("you> ", out)
 
+    def test_a_reply_length_past_the_context_is_refused_before_any_message_is_read(self):
+        # No message can fit: it was refused message by message ("send another message" at a
+        # terminal), and empty input said "no message on standard input".
+        needle = ("the conversation's opening with a one-character message (1 tokens) + "
+                  "--max-new-tokens 20 does not fit the context")
+        args = ("chat", "--model", "toy", "--context", "10", "--max-new-tokens", "20")
+        rc, out, err = speclab(*args, stdin=b"")
+        self.assertEqual(rc, 2, err)
+        self.assertIn(needle, err)
+        rc, out = speclab_on_tty(*args, typed=b"1 2 3\n\x04")
+        self.assertEqual(rc, 2, out)
+        self.assertIn(needle, out)
+        self.assertNotIn("send another message", out)
+        # One token less of reply fits a one-token message.
+        rc, out, err = speclab("chat", "--model", "toy", "--context", "10", "--max-new-tokens",
+                               "9", stdin=b"1\n")
+        self.assertEqual(rc, 0, err)
+
     def test_the_closing_summary_adds_up_the_turns(self):
         # Turn 1 on its own, turns 2..N together: tokens / target runs and accepted / drafted.
         rc, _, err = speclab("chat", "--model", "toy", "--max-new-tokens", "24",

@@ -65,6 +65,12 @@ void run_chat(ChatOptions o) {
   } catch (const UsageError& e) {  // the toy target's --system is token ids, like a message
     throw UsageError(std::string("--system: ") + e.what());
   }
+  // No message fits when the opening, the shortest message and a reply of --max-new-tokens do
+  // not: a flag's fault, said now, not after every message (as for --n above).
+  check_fits_context(
+      model, history.size() + model.codec->user_turn(model.codec->is_text() ? "x" : "0").size(),
+      o.decode.max_new_tokens, "the conversation's opening with a one-character message",
+      /*prompt_given=*/false);
   SpecStats first_turn;
   SpecStats later_turns;
   int turn = 0;  // turns answered, or being answered
