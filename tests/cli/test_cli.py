@@ -54,6 +54,13 @@ def speclab_on_tty(*args, typed=None, timeout=60):
     os.close(slave)
     if typed is not None:
         os.write(master, typed)
+    out = read_terminal(master, p, timeout)
+    return p.wait(timeout=timeout), out.decode("utf-8", "replace")
+
+
+def read_terminal(master, p, timeout):
+    """Everything process `p` writes to the pseudo-terminal whose master end is `master`, until
+    it closes the terminal; then closes `master`. Kills `p` if nothing comes for `timeout` s."""
     out = b""
     while True:
         ready, _, _ = select.select([master], [], [], timeout)
@@ -68,7 +75,7 @@ def speclab_on_tty(*args, typed=None, timeout=60):
             break
         out += chunk
     os.close(master)
-    return p.wait(timeout=timeout), out.decode("utf-8", "replace")
+    return out
 
 
 def cuda_plugin_built():
@@ -933,16 +940,7 @@ class Generate(unittest.TestCase):
                              stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE,
                              env=env, close_fds=True)
         os.close(slave)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
-        os.close(master)
+        out = read_terminal(master, p, 60)
         err = p.stderr.read().decode("utf-8", "replace")
         self.assertEqual(p.wait(timeout=60), 0, err)
         self.assertIn("\x1b[1;32m", out.decode("utf-8", "replace"))  # the text is highlighted
