@@ -774,6 +774,24 @@ class BadInput(unittest.TestCase):
             self.assertIn("writing '/dev/full' failed", err)
             self.assertNotIn("bench: wrote", err)
 
+    def test_a_failed_write_leaves_no_folder_it_made(self):
+        # The folders of an output are made when it is written. When another output then failed,
+        # the files went but their new folders stayed: "a refused run leaves nothing behind".
+        if not os.path.exists("/dev/full"):
+            self.skipTest("no /dev/full on this system")
+        with tempfile.TemporaryDirectory() as tmp:
+            Path(tmp, "kept").mkdir()
+            for csv in (Path(tmp, "new", "deeper", "b.csv"), Path(tmp, "kept", "b.csv")):
+                rc, _, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic",
+                                     "--drafter", "sa", "--repeats", "1", "--max-new-tokens", "16",
+                                     "--csv", str(csv), "--json", "/dev/full")
+                self.assertEqual(rc, 1, err)
+                self.assertIn("writing '/dev/full' failed", err)
+            self.assertEqual(sorted(p.name for p in Path(tmp).iterdir()), ["kept"],
+                             "the folders made for --csv were left behind")
+            self.assertEqual(list(Path(tmp, "kept").iterdir()), [],
+                             "a folder that was there before must stay, and empty")
+
     def test_a_failed_write_leaves_every_output_as_it_was(self):
         # bench wrote its files one after another, each cut to nothing first: a write that failed
         # left an empty or half-written file, and the files written before it new while the rest

@@ -80,6 +80,14 @@ OutputFile::OutputFile(const std::string& path, const std::string& what)
     partial_ = partial_name(target_);
     slot_ = list_scratch(partial_.c_str());
   }
+  // The folders open_output_file() is about to make, deepest first, to be removed if the file
+  // is not committed.
+  for (fs::path dir = fs::path(path).parent_path();
+       !dir.empty() && fs::status(dir, ec).type() == fs::file_type::not_found;
+       dir = dir.parent_path()) {
+    made_folders_.push_back(dir.string());
+    if (dir == dir.parent_path()) break;
+  }
   try {
     out_ = open_output_file(partial_.empty() ? path : partial_, what);
   } catch (...) {
@@ -107,6 +115,11 @@ void OutputFile::discard() {
   }
   if (slot_ >= 0) unlist_scratch(slot_);
   slot_ = -1;
+  for (const std::string& dir : made_folders_) {
+    std::error_code ec;
+    fs::remove(dir, ec);  // only while empty: a file put there meanwhile keeps it
+  }
+  made_folders_.clear();
 }
 
 void OutputFile::fail(const std::string& cause) {

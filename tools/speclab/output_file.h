@@ -13,7 +13,8 @@ namespace speclab::cli {
 // commit() renames over it: a run that fails, throws or is interrupted by SIGINT, SIGTERM or SIGHUP
 // leaves `path` as it was and no scratch file. A file that exists keeps its permissions. Anything
 // else (/dev/null, a pipe, a terminal) is opened once and written directly, since a rename would
-// replace the device or the pipe itself. Requires `path` to have passed check_output_file(). Not
+// replace the device or the pipe itself. Folders it makes for `path` are removed again, if still
+// empty, when the file is not committed. Requires `path` to have passed check_output_file(). Not
 // copyable; at most 8 live at a time.
 class OutputFile {
  public:
@@ -42,6 +43,7 @@ class OutputFile {
   std::string target_;   // what the scratch file is renamed to; empty: written directly
   std::string partial_;  // the scratch file; empty: written directly
   int slot_ = -1;        // this file's entry in the signal handler's list, or -1
+  std::vector<std::string> made_folders_;  // the folders opening it made, deepest first
   std::ofstream out_;
   bool committed_ = false;
 };
