@@ -41,20 +41,35 @@ void record_round(NGramModel& storage, std::span<const Token> context, const Rou
     throw std::invalid_argument("record_round: filler_top_k must be >= 1, got " +
                                 std::to_string(filler_top_k));
   }
-  if (round.position < 0 ||
-      static_cast<std::size_t>(round.position) + n_emitted != context.size() ||
-      !std::equal(round.emitted.begin(), round.emitted.end(),
-                  context.end() - static_cast<std::ptrdiff_t>(n_emitted))) {
+  if (round.position < 0) {
+    throw std::invalid_argument("record_round: round.position must be >= 0, got " +
+                                std::to_string(round.position));
+  }
+  if (static_cast<std::size_t>(round.position) + n_emitted != context.size()) {
     throw std::invalid_argument(
         "record_round: context must end with the round's emitted tokens, so its size must be "
         "round.position + emitted.size() = " +
-        std::to_string(round.position) + " + " + std::to_string(n_emitted) + " and its last " +
-        std::to_string(n_emitted) + " tokens the emitted ones; got a context of " +
+        std::to_string(round.position) + " + " + std::to_string(n_emitted) + "; got a context of " +
         std::to_string(context.size()) + " tokens");
+  }
+  const auto tail = context.last(n_emitted);
+  const auto differs = std::mismatch(round.emitted.begin(), round.emitted.end(), tail.begin());
+  if (differs.first != round.emitted.end()) {
+    const auto i = static_cast<std::size_t>(differs.first - round.emitted.begin());
+    throw std::invalid_argument(
+        "record_round: context must end with the round's emitted tokens, "
+        "but emitted[" +
+        std::to_string(i) + "] = " + std::to_string(*differs.first) + " and context[" +
+        std::to_string(round.position + static_cast<std::int64_t>(i)) +
+        "] = " + std::to_string(*differs.second));
   }
   if (n_emitted > 0 &&
       (round.logits == nullptr || round.logits->rows() < static_cast<int>(n_emitted))) {
-    throw std::invalid_argument("record_round: the round needs one logits row per emitted token");
+    throw std::invalid_argument("record_round: the round needs one logits row per emitted token: " +
+                                std::to_string(n_emitted) + " emitted, " +
+                                (round.logits == nullptr
+                                     ? std::string("round.logits is null")
+                                     : std::to_string(round.logits->rows()) + " rows"));
   }
   const auto first = static_cast<std::size_t>(round.position);
   for (std::size_t i = 0; i < n_emitted; ++i) {
