@@ -642,6 +642,15 @@ def sample_grade(build_status="ok"):
 
 
 class SkipReport(TempDir):
+    # The reports are the subject here, so they must run even where SPECLAB_CTEST_HOOKS=0 (set
+    # by hand, or by a test that runs ctest itself) turns them off.
+    def setUp(self):
+        super().setUp()
+        env = mock.patch.dict(os.environ)
+        env.start()
+        self.addCleanup(env.stop)
+        os.environ.pop("SPECLAB_CTEST_HOOKS", None)
+
     def test_skipped_cases_are_listed_under_their_reason_and_cleared_before_a_run(self):
         build = self.tmp
         open(os.path.join(build, "CMakeCache.txt"), "w").close()
