@@ -18,7 +18,7 @@ and prices every round with the machine's measured costs:
 
   sa     the suffix automaton's draft (lab 05): what followed the first earlier occurrence of
          the longest suffix of the context that occurred before, when that suffix has at least
-         --min-match tokens; drafted exactly as far as it will be accepted, at most k tokens.
+         --min-match tokens; each round drafts at most what will be accepted, and at most k.
          No real length policy does better with this drafter.
   copy   the longest run of the coming reply, at most k tokens, found anywhere in the context:
          no drafter whose draft is one contiguous piece of the context does better. (It does not
@@ -29,8 +29,12 @@ and prices every round with the machine's measured costs:
 
 Each round drafts d tokens, all accepted, and costs c(d) decode steps: c(0) = 1 (a plain step)
 and c(d) the measured verify pass over d + 1 tokens. The reply's last token always comes from
-a verify pass (no round drafts past the reply). A turn's prefill costs the tokens it adds to what
-the target already holds (the earlier turns of its conversation), at the measured prefill rate.
+a verify pass (no round drafts past the reply). Of the rounds' lengths the oracle may choose,
+it takes the cheapest schedule for the whole reply (a shortest path over its positions), not
+simply the longest draft each round: on a measured cost curve a shorter draft sometimes costs
+less per token, and so a larger k never reads below a smaller one. A turn's prefill costs the
+tokens it adds to what the target already holds (the earlier turns of its conversation), at the
+measured prefill rate.
 Plain decoding is priced the same way: one step per reply token. The figures are a model: the
 drafters' own time, the loop's bookkeeping and the machine's noise are left out, so compare a
 bench's measured speedups with them, not the other way round.
@@ -144,12 +148,13 @@ def agree(a, b):
     return n
 
 
-def replay(prompt, reply, k, oracle, min_match):
-    """The rounds of one reply: a list of drafted-and-accepted counts, one per verify pass."""
-    rounds = []
-    p = 0
-    while p < len(reply):
-        budget = min(k, len(reply) - p - 1)  # the reply's last token comes from the target
+def accepted(prompt, reply, k, oracle, min_match):
+    """Per position p of the reply: how many of the coming tokens (at most k, and never the
+    reply's last token, which comes from the target) the oracle's draft from prompt + reply[:p]
+    gets accepted."""
+    out = []
+    for p in range(len(reply)):
+        budget = min(k, len(reply) - p - 1)
         ctx = prompt + reply[:p]
         coming = reply[p:p + budget]
         d = 0
@@ -160,8 +165,25 @@ def replay(prompt, reply, k, oracle, min_match):
         elif budget > 0:
             while d < budget and ctx.find(coming[:d + 1]) >= 0:
                 d += 1
-        rounds.append(d)
-        p += d + 1
+        out.append(d)
+    return out
+
+
+def cheapest_rounds(accepts, c, k):
+    """The cheapest rounds over a reply whose position p accepts up to accepts[p] drafted tokens:
+    a list of drafted-and-accepted counts, one per verify pass, each at most k. A round at p may
+    draft any d <= min(accepts[p], k) (the oracle's first d tokens, all accepted) for c[d], so
+    with a measured cost curve a shorter draft sometimes makes the reply cheaper; of equally
+    cheap schedules, the one with the fewest rounds."""
+    n = len(accepts)
+    best = [(0.0, 0, 0)] * (n + 1)  # (cost, rounds, d of the first round) from position p on
+    for p in range(n - 1, -1, -1):
+        best[p] = min((c[d] + best[p + d + 1][0], 1 + best[p + d + 1][1], d)
+                      for d in range(min(accepts[p], k) + 1))
+    rounds, p = [], 0
+    while p < n:
+        rounds.append(best[p][2])
+        p += best[p][2] + 1
     return rounds
 
 
@@ -202,10 +224,13 @@ def analyse(turns, cost, ks, min_match):
         plain_decode = reply_tokens * step
         row = {"workload": name, "turns": len(ts), "reply_tokens": reply_tokens,
                "prefill_ms": prefill_ms, "plain_ms": prefill_ms + plain_decode, "oracles": []}
+        # What each oracle's draft gets accepted at each position, at the largest k: a smaller k
+        # cuts it.
+        accepts = {oracle: {id(t): accepted(t["prompt"], t["reply"], max(ks), oracle, min_match)
+                            for t in ts} for oracle in ("sa", "copy")}
         for oracle in ("sa", "copy"):
             for k in ks:
-                rounds = [d for t in ts for d in replay(t["prompt"], t["reply"], k, oracle,
-                                                        min_match)]
+                rounds = [d for t in ts for d in cheapest_rounds(accepts[oracle][id(t)], c, k)]
                 decode = sum(c[d] for d in rounds) * step
                 row["oracles"].append({
                     "oracle": oracle, "k": k, "rounds": len(rounds),
@@ -222,7 +247,7 @@ def print_table(result, cost, min_match, out):
           f"{cost['prefill_ms_per_token']:.3f} ms/token, verify passes up to k = "
           f"{len(cost['c']) - 1} ({cost['about']})", file=out)
     print(f"oracles: sa (first occurrence, min match {min_match}) and copy (anywhere in the "
-          "context), drafted exactly as far as they are accepted", file=out)
+          "context), never past what is accepted, in the cheapest rounds", file=out)
     print(f"{'workload':<14}{'turns':>6}{'reply':>7}{'prefill':>9}  {'oracle':<7}{'k':>3}"
           f"{'AL':>7}{'speedup':>9}{'decode only':>13}", file=out)
     for row in result:

@@ -80,6 +80,30 @@ class Ceiling(unittest.TestCase):
         self.assertIn("1.40x", p.stdout)
         self.assertIn("1.75x", p.stdout)
 
+    def test_a_shorter_draft_is_taken_where_it_is_cheaper(self):
+        # A cost curve with a step: c(d) = 1 + d / 2 up to d = 4, then 6 steps for d = 5..8. The
+        # reply is 1..9 then 100, and 1..9 is in the prompt. Drafting as far as it will be
+        # accepted at k = 8: 1..8 for c(8) = 6 (9 from the pass), then 100 from a plain step: 7
+        # steps. Cheaper: 1..4 for c(4) = 3 (5 from the pass), then 6..9 for 3 (100 from the
+        # pass): 6 steps, what k = 4 reaches too. A larger k never does worse: it has every
+        # choice of a smaller one. sa: two plain steps (11 is new, "1" too short a match), then
+        # "1 2" drafts 3..9 for c(7) = 6 (100 from the pass): 8 steps; or 3..6 for 3, then
+        # "1..7" drafts 8 9 for c(2) = 2: 7 steps.
+        cost = dict(COST, verify=[{"k": k, "relative_to_decode": 1 + k / 2 if k <= 4 else 6.0}
+                                  for k in range(1, 9)])
+        self.cost.write_text(json.dumps(cost))
+        turn = {"workload": "w", "id": "a", "turn": 1, "prompt": list(range(1, 12)),
+                "reply": list(range(1, 10)) + [100]}
+        p, result = self.run_tool([turn], "--k", "4,8")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for k in (4, 8):
+            _, copy = self.oracle(result, "w", "copy", k)
+            self.assertAlmostEqual(copy["decode_speedup"], 10.0 / 6.0, msg=k)
+            self.assertEqual(copy["rounds"], 2, k)
+            _, sa = self.oracle(result, "w", "sa", k)
+            self.assertAlmostEqual(sa["decode_speedup"], 10.0 / 7.0, msg=k)
+            self.assertEqual(sa["rounds"], 4, k)
+
     def test_min_match_holds_the_automaton_back(self):
         turn = {"workload": "w", "id": "a", "turn": 1, "prompt": PROMPT, "reply": REPLY}
         p, result = self.run_tool([turn], "--k", "8", "--min-match", "3")
