@@ -187,6 +187,109 @@ class MalformedData(unittest.TestCase):
                     self.assertIn(message, str(e.exception.code))
 
 
+def load_study_results():
+    """tools/study_results as a module (it has no .py), to call its renderers on test data."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("study_results",
+                                                  str(ROOT / "tools" / "study_results"))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("study_results",
+                                                                             loader))
+    loader.exec_module(module)
+    return module
+
+
+# A saved ceiling run worked out by hand: one turn, a decode step of 1 ms, a prefill of 1 ms a
+# token, and a verify pass over d + 1 tokens of c(d) = 1 + d / 2 steps, d = 1..16. The prompt is
+# 1..9 and the reply 1..6 then 100: plain, 8 prefilled tokens (the last prompt token is fed by
+# the first step) and 7 steps, 15 ms, of which prefill is 53%. sa at every k: two plain steps
+# (9 is new, "1" is shorter than the min match 2), then "1 2" drafts 3 4 5 6 for c(4) = 3 with
+# 100 from the pass: 5 ms, 15 / 13 = 1.15x. copy at k = 5: 1..5 for c(5) = 3.5 and a plain step,
+# 4.5 ms, 15 / 12.5 = 1.20x; at k = 8 and 16: 1..6 for c(6) = 4, 15 / 12 = 1.25x.
+CEILING_TURN = {"workload": "w", "id": "a", "turn": 1, "prompt": list(range(1, 10)),
+                "reply": [1, 2, 3, 4, 5, 6, 100]}
+CEILING_COST = {"decode_step_ms": 1.0, "prefill_tokens_per_s": 1000.0, "prompt_tokens": 10,
+                "kernel": "test", "threads": 2,
+                "verify": [{"k": k, "relative_to_decode": 1 + k / 2} for k in range(1, 17)]}
+CEILING_META = {"date": "2026-01-02", "machine": "a test CPU", "threads": 2, "minutes": 0.9}
+CEILING_SPEED = "workload,drafter,speedup_median\nw,sa,1.0712\n"
+
+
+class CeilingTable(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.data = Path(self.tmp.name)
+        self.write()
+        self.sr = load_study_results()
+        self.sr.DATA_CEILING = self.data
+        self.sr.CEILING_WORKLOADS = ["w"]
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, tokens=None, cost=None, meta=None, speed=None):
+        files = {"tokens.jsonl": tokens if tokens is not None else json.dumps(CEILING_TURN) + "\n",
+                 "cost.json": cost if cost is not None else json.dumps(CEILING_COST),
+                 "meta.json": meta if meta is not None else json.dumps(CEILING_META),
+                 "speed.csv": speed if speed is not None else CEILING_SPEED}
+        for name, text in files.items():
+            target = self.data / name
+            if isinstance(text, bytes):
+                target.write_bytes(text)
+            else:
+                target.write_text(text, encoding="utf-8")
+
+    def test_the_table_as_worked_out_by_hand(self):
+        rows = self.sr.render_ceiling().splitlines()
+        self.assertEqual(rows[2], "| w | 53% | 1.15× / 1.15× / 1.15× | 1.20× / 1.25× / "
+                                  "1.25× | 1.07× |")
+        self.assertEqual(len(rows), 3)
+
+    def test_the_caption_names_the_costs_and_the_run(self):
+        text = self.sr.render_ceiling_meta()
+        for needle in ("Measured 2026-01-02 on a test CPU", "a decode step of 1.0 ms",
+                       "a 17-token verify pass of 9.0 decode steps", "a prefill of 1000 tokens/s",
+                       "at a 10-token context", "2 threads", "about 1 min here"):
+            self.assertIn(needle, text)
+
+    def test_the_mean_context_is_over_every_reply_token(self):
+        # Contexts of 3 and 4 tokens for the first reply, 5 for the second: a mean of 4.
+        turns = [dict(CEILING_TURN, prompt=[1, 2, 3], reply=[4, 5]),
+                 dict(CEILING_TURN, id="b", prompt=[1, 2, 3, 4, 5], reply=[6])]
+        self.write(tokens="".join(json.dumps(t) + "\n" for t in turns))
+        self.assertEqual(self.sr.mean_context(self.data / "tokens.jsonl"), 4)
+
+    def test_bad_saved_data_is_named(self):
+        bad_cost = dict(CEILING_COST)
+        del bad_cost["prompt_tokens"]
+        cases = [
+            ({"cost": json.dumps(bad_cost)}, "cost.json", "prompt_tokens"),
+            ({"cost": json.dumps(dict(CEILING_COST, verify=CEILING_COST["verify"][:8]))},
+             "cost.json", "the cost curve stops at k = 8"),
+            ({"tokens": "{oops\n"}, "tokens.jsonl:1", "not JSON"),
+            ({"speed": "workload,drafter\nw,sa\n"}, "speed.csv", "speedup_median"),
+            ({"speed": "workload,drafter,speedup_median\nw,sa,fast\n"}, "speed.csv", "fast"),
+            ({"speed": b"\xff\xfe"}, "speed.csv", "UTF-8"),
+            ({"speed": "workload,drafter,speedup_median\nv,sa,1.0\n"}, "ceiling",
+             "no replies or no bench row for workload 'w'"),
+            ({"meta": "{}"}, "meta.json", "date"),
+            ({"meta": "[]"}, "meta.json", "not a JSON object"),
+        ]
+        for files, where, what in cases:
+            with self.subTest(files=files):
+                self.write(**files)
+                for render in (self.sr.render_ceiling, self.sr.render_ceiling_meta):
+                    try:
+                        render()
+                    except SystemExit as e:
+                        self.assertIn(where, str(e.code))
+                        self.assertIn(what, str(e.code))
+                        break
+                else:
+                    self.fail("neither renderer stopped")
+                self.write(**{k: None for k in ("tokens", "cost", "meta", "speed")})
+
+
 class RoundTripText(unittest.TestCase):
     def test_the_meta_line_names_the_range_or_nothing(self):
         self.assertEqual(study.round_trip_text({}), "")

@@ -6,6 +6,7 @@ import argparse
 import csv
 import datetime
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -18,24 +19,54 @@ import generated
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def read_csv(data, name):
-    """The rows of data/NAME.csv as dicts. Exits with a message when the file is missing."""
+def read_csv(data, name, columns=()):
+    """The rows of data/NAME.csv as dicts. Exits with a message when the file is missing, is not
+    UTF-8 CSV, or lacks one of `columns`."""
     path = data / f"{name}.csv"
     if not path.is_file():
         sys.exit(f"{path} is missing: run the study's `run` command first")
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            header = reader.fieldnames or []
+    except (UnicodeDecodeError, csv.Error) as e:
+        sys.exit(f"{path} is not UTF-8 CSV ({e}): run the study's `run` command again")
+    for column in columns:
+        if column not in header:
+            sys.exit(f"{path} has no column '{column}': run the study's `run` command again")
+    return rows
 
 
-def read_meta(data):
-    """data/meta.json, which `run` writes. Exits with a message when it is missing."""
+def read_meta(data, keys=()):
+    """data/meta.json, which `run` writes. Exits with a message when it is missing, is not a JSON
+    object, or lacks one of `keys`."""
     path = data / "meta.json"
     if not path.is_file():
         sys.exit(f"{path} is missing: run the study's `run` command first")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        meta = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         sys.exit(f"{path} is not valid JSON ({e}): run the study's `run` command again")
+    if not isinstance(meta, dict):
+        sys.exit(f"{path} is not a JSON object: run the study's `run` command again")
+    for key in keys:
+        if key not in meta:
+            sys.exit(f"{path} has no '{key}': run the study's `run` command again")
+    return meta
+
+
+def number(value, where, what):
+    """float(value), or an exit naming `where` (the file) and `what` (the field) when it is not a
+    finite number."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = float("nan")
+    if not math.isfinite(x):
+        sys.exit(f"{where}: '{what}' is not a number ({value!r}): run the study's `run` command "
+                 "again")
+    return x
 
 
 def cpu_description():
