@@ -71,13 +71,29 @@ def load_cost(path):
     except json.JSONDecodeError as e:
         raise InputError(f"--cost '{path}': not JSON ({e.msg}, line {e.lineno}); give the output "
                          "of speclab_bench_model --json")
+    bad = f"--cost '{path}': not speclab_bench_model --json output"
+    if not isinstance(j, dict):
+        raise InputError(f"{bad} (not an object)")
+    for key in ("decode_step_ms", "prefill_tokens_per_s", "verify"):
+        if key not in j:
+            raise InputError(f"{bad} (no '{key}')")
+    if not isinstance(j["verify"], list) or not all(
+            isinstance(v, dict) and "k" in v and "relative_to_decode" in v for v in j["verify"]):
+        raise InputError(f"{bad} ('verify' must be a list of objects with k and "
+                         "relative_to_decode)")
+    if not j["verify"]:
+        raise InputError(f"--cost '{path}': no verify passes in it")
     try:
         step = float(j["decode_step_ms"])
         prefill = float(j["prefill_tokens_per_s"])
-        verify = sorted(((int(v["k"]), float(v["relative_to_decode"])) for v in j["verify"]))
-    except (KeyError, TypeError, ValueError) as e:
-        raise InputError(f"--cost '{path}': not speclab_bench_model --json output (missing or bad "
-                         f"{e})")
+        verify = [(v["k"], float(v["relative_to_decode"])) for v in j["verify"]]
+    except (TypeError, ValueError) as e:
+        raise InputError(f"{bad} ({e})")
+    for k, _ in verify:
+        if not isinstance(k, int) or isinstance(k, bool):
+            raise InputError(f"--cost '{path}': a verify pass's k must be a whole number, "
+                             f"got {k!r}")
+    verify.sort()
     ks = [k for k, _ in verify]
     if ks != list(range(1, len(ks) + 1)):
         raise InputError(f"--cost '{path}': the verify passes must be k = 1, 2, ... in order, "
@@ -101,6 +117,7 @@ def load_turns(path):
     except UnicodeDecodeError:
         raise InputError(f"--tokens '{path}': not UTF-8 text")
     turns = []
+    last_turn = {}
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -114,11 +131,24 @@ def load_turns(path):
         for key in ("workload", "id", "turn", "prompt", "reply"):
             if key not in t:
                 raise InputError(f"{where}: no '{key}'")
+        for key in ("workload", "id"):
+            if not isinstance(t[key], str):
+                raise InputError(f"{where}: '{key}' must be a string")
+        if not isinstance(t["turn"], int) or isinstance(t["turn"], bool):
+            raise InputError(f"{where}: 'turn' must be a whole number")
         for key in ("prompt", "reply"):
             ids = t[key]
             if (not isinstance(ids, list) or not ids or
-                    not all(isinstance(x, int) and 0 <= x < 0x10FFFF - _BASE for x in ids)):
+                    not all(isinstance(x, int) and not isinstance(x, bool) and
+                            0 <= x < 0x10FFFF - _BASE for x in ids)):
                 raise InputError(f"{where}: '{key}' must be a non-empty list of token ids")
+        # A later turn's prefill is priced from the turns before it (prefill_tokens), so a
+        # conversation's turns must come in order.
+        last = last_turn.get((t["workload"], t["id"]))
+        if last is not None and t["turn"] <= last:
+            raise InputError(f"{where}: turn {t['turn']} of conversation '{t['id']}' comes after "
+                             f"its turn {last}")
+        last_turn[(t["workload"], t["id"])] = t["turn"]
         turns.append(t)
     if not turns:
         raise InputError(f"--tokens '{path}': no turns in it; write it with speclab bench --tokens")

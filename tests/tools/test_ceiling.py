@@ -168,6 +168,15 @@ class Ceiling(unittest.TestCase):
             ([], json.dumps(turn) + "\n{oops\n", "tokens.jsonl:2: not JSON"),
             ([], json.dumps(dict(turn, reply=[])) + "\n", "tokens.jsonl:1: 'reply' must be"),
             ([], json.dumps({"workload": "w"}) + "\n", "tokens.jsonl:1: no 'id'"),
+            ([], json.dumps(dict(turn, workload=["w"])) + "\n",
+             "tokens.jsonl:1: 'workload' must be a string"),
+            ([], json.dumps(dict(turn, id={"a": 1})) + "\n",
+             "tokens.jsonl:1: 'id' must be a string"),
+            ([], json.dumps(dict(turn, prompt=[True, 2])) + "\n",
+             "tokens.jsonl:1: 'prompt' must be"),
+            ([], json.dumps(dict(turn, turn="1")) + "\n", "tokens.jsonl:1: 'turn' must be"),
+            ([], json.dumps(dict(turn, turn=2)) + "\n" + json.dumps(turn) + "\n",
+             "tokens.jsonl:2: turn 1 of conversation 'a' comes after its turn 2"),
         ]
         for args, raw, needle in cases:
             p, _ = self.run_tool([turn], *args, raw=raw)
@@ -179,7 +188,13 @@ class Ceiling(unittest.TestCase):
                              (json.dumps(dict(COST, decode_step_ms=0)),
                               "decode_step_ms must be a positive number"),
                              (json.dumps(dict(COST, verify=COST["verify"][1:])),
-                              "k = 1, 2, ... in order")]:
+                              "k = 1, 2, ... in order"),
+                             (json.dumps(dict(COST, verify=5)), "'verify' must be a list"),
+                             (json.dumps(dict(COST, verify=[5])), "'verify' must be a list"),
+                             (json.dumps(dict(COST, verify=[])), "no verify passes"),
+                             (json.dumps(dict(COST, verify=[dict(v, k=v["k"] + 0.5) for v in
+                                                           COST["verify"]])), "whole number"),
+                             (json.dumps([COST]), "not an object")]:
             self.cost.write_text(cost)
             p, _ = self.run_tool([turn])
             self.assertEqual(p.returncode, 2, p.stderr)
