@@ -3,7 +3,7 @@
 
   build/bin/speclab bench --model smollm2 --threads 2 --workload code_edit,rag \\
       --drafter prompt-lookup --repeats 1 --csv '' --json '' --tokens out/tokens.jsonl
-  build/bin/speclab_bench_model --model <gguf> --threads 2 --prompt 170 --kmax 16 --json \\
+  build/bin/speclab_bench_model --model <gguf> --threads 2 --prompt 205 --kmax 16 --json \\
       > out/cost.json
   tools/ceiling.py --tokens out/tokens.jsonl --cost out/cost.json [--k 5,8,16] [--min-match 2]
 
