@@ -212,7 +212,8 @@ CEILING_COST = {"decode_step_ms": 1.0, "prefill_tokens_per_s": 1000.0, "prompt_t
                 "kernel": "test", "threads": 2,
                 "verify": [{"k": k, "relative_to_decode": 1 + k / 2} for k in range(1, 17)]}
 CEILING_META = {"date": "2026-01-02", "machine": "a test CPU", "threads": 2, "minutes": 0.9}
-CEILING_SPEED = "workload,drafter,speedup_median\nw,sa,1.0712\n"
+CEILING_SPEED = ("workload,drafter,k,sa_draft_ratio,repeats,max_new_tokens,speedup_median\n"
+                 "w,sa,16,2,5,64,1.0712\n")
 
 
 class CeilingTable(unittest.TestCase):
@@ -249,8 +250,20 @@ class CeilingTable(unittest.TestCase):
         text = self.sr.render_ceiling_meta()
         for needle in ("Measured 2026-01-02 on a test CPU", "a decode step of 1.0 ms",
                        "a 17-token verify pass of 9.0 decode steps", "a prefill of 1000 tokens/s",
-                       "at a 10-token context", "2 threads", "about 1 min here"):
+                       "at a 10-token context", "2 threads", "about 1 min here",
+                       "at most 64 new tokens a reply, median of 5 repeats"):
             self.assertIn(needle, text)
+
+    def test_a_bench_other_than_the_one_the_table_names_is_refused(self):
+        # The last column is headed "sa, k = 16, ratio 2": a saved bench of anything else would
+        # put its speedups under that name.
+        for row in ("w,sa,8,2,5,64,1.0", "w,sa,16,0,5,64,1.0", "w,prompt-lookup,16,2,5,64,1.0"):
+            with self.subTest(row=row):
+                self.write(speed=CEILING_SPEED.splitlines()[0] + "\n" + row + "\n")
+                with self.assertRaises(SystemExit) as e:
+                    self.sr.render_ceiling()
+                self.assertIn("speed.csv", str(e.exception.code))
+                self.assertIn("not of sa at k = 16 with --sa-draft-ratio 2", str(e.exception.code))
 
     def test_the_mean_context_is_over_every_reply_token(self):
         # Contexts of 3 and 4 tokens for the first reply, 5 for the second: a mean of 4.
@@ -268,9 +281,9 @@ class CeilingTable(unittest.TestCase):
              "cost.json", "the cost curve stops at k = 8"),
             ({"tokens": "{oops\n"}, "tokens.jsonl:1", "not JSON"),
             ({"speed": "workload,drafter\nw,sa\n"}, "speed.csv", "speedup_median"),
-            ({"speed": "workload,drafter,speedup_median\nw,sa,fast\n"}, "speed.csv", "fast"),
+            ({"speed": CEILING_SPEED.replace("1.0712", "fast")}, "speed.csv", "fast"),
             ({"speed": b"\xff\xfe"}, "speed.csv", "UTF-8"),
-            ({"speed": "workload,drafter,speedup_median\nv,sa,1.0\n"}, "ceiling",
+            ({"speed": CEILING_SPEED.replace("\nw,", "\nv,")}, "ceiling",
              "no replies or no bench row for workload 'w'"),
             ({"meta": "{}"}, "meta.json", "date"),
             ({"meta": "[]"}, "meta.json", "not a JSON object"),
