@@ -203,7 +203,7 @@ def plot_tokens_per_run(runner: Runner, out: Path) -> dict:
     ax.set_title(f"Tokens per target run vs k (prompt lookup n={NGRAM})")
     ax.legend(fontsize=8, frameon=False)
     write_figure(fig, out, "tokens_per_run_vs_k",
-                 "Line chart: tokens per target run against k for three regimes",
+                 "Line chart: tokens per target run against k for four workloads",
                  f"Mean tokens per target run (the acceptance length) as k grows, "
                  f"{MAX_NEW_TOKENS} tokens, mean of seeds {', '.join(map(str, SEEDS))}. "
                  f"Clean periodic text keeps gaining from longer drafts; noise bends the curve; "
