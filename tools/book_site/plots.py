@@ -21,6 +21,10 @@ The drafter-cost figure reads a CSV, one row per (drafter, context length):
 nanoseconds. The file is taken from --drafter-cost CSV if given, else made by running
 `bench_drafter_scaling --csv CSV` when that binary sits next to speclab (lab 05's
 benchmark). Without either, the figure is left out and its Markdown says so: no data is invented.
+
+What a caption (or the chapter's prose around a figure) says about the data is checked against
+the data as the figure is drawn: a claim the data contradict is named, with its numbers, and
+plots.py fails after drawing everything, so the book is never built with a false caption.
 """
 
 from __future__ import annotations
@@ -64,6 +68,17 @@ WORKLOADS = {
 DETAIL = ("noisy periodic", "markov")  # the two workloads the per-round figures compare
 COLORS = {"periodic": "#3f51b5", "noisy periodic": "#00897b", "markov": "#e65100",
           "random": "#757575"}
+
+
+# The claims the data contradicted (see claim()); main() fails when any is here.
+CONTRADICTED: list[str] = []
+
+
+def claim(holds: bool, figure: str, says: str, data: str) -> None:
+    """Records `says`, a claim the book makes about `figure`, as contradicted unless it holds.
+    `data`: the numbers it rests on, for the message."""
+    if not holds:
+        CONTRADICTED.append(f"{figure}: the book says '{says}', but the data: {data}")
 
 
 class Runner:
@@ -124,10 +139,12 @@ def write_missing(out: Path, name: str, title: str, why: str) -> None:
 def plot_accept_hist(runner: Runner, out: Path, k: int) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
     width = 0.4
+    seen = {}
     for j, regime in enumerate(DETAIL):
         counts = [0] * (k + 1)
         no_draft = 0
         total = 0
+        drafted = accepted = 0
         for seed in SEEDS:
             for r in runner.trace(regime, k, seed):
                 total += 1
@@ -135,16 +152,30 @@ def plot_accept_hist(runner: Runner, out: Path, k: int) -> None:
                     no_draft += 1
                 else:
                     counts[r["accepted"]] += 1
+                    drafted += len(r["draft"])
+                    accepted += r["accepted"]
         xs = [a + (j - 0.5) * width for a in range(k + 1)]
         ax.bar(xs, [c / total for c in counts], width, color=COLORS[regime],
                label=f"{regime}: draft proposed")
         ax.bar(xs[0], no_draft / total, width, bottom=counts[0] / total, color=COLORS[regime],
                alpha=0.35, hatch="//", label=f"{regime}: no draft (plain step)")
+        seen[regime] = {"rounds": total, "drafting": total - no_draft, "full": counts[k],
+                        "drafted": drafted, "accepted": accepted}
     ax.set_xticks(range(k + 1))
     ax.set_xlabel("drafts accepted in a round")
     ax.set_ylabel("fraction of rounds")
     ax.set_title(f"Acceptance length histogram (prompt lookup n={NGRAM}, k={k})")
     ax.legend(fontsize=8, frameon=False)
+    noisy, markov = seen["noisy periodic"], seen["markov"]
+    claim(2 * noisy["full"] > noisy["drafting"], "accept_hist",
+          f"With noisy periodic text, most rounds that do draft keep all {k} drafts",
+          f"{noisy['full']} of its {noisy['drafting']} drafting rounds kept all {k}")
+    claim(3 * markov["drafting"] < markov["rounds"], "accept_hist",
+          "Markov text rarely offers a match",
+          f"{markov['drafting']} of its {markov['rounds']} rounds drafted")
+    claim(2 * markov["accepted"] < markov["drafted"], "accept_hist",
+          "[Markov text's] drafts are mostly rejected",
+          f"{markov['accepted']} of its {markov['drafted']} drafts were accepted")
     write_figure(fig, out, "accept_hist",
                  "Bar chart: fraction of rounds by number of accepted drafts",
                  f"How many drafts each verify round kept, on the toy target (k = {k}, "
@@ -173,6 +204,10 @@ def plot_acceptance_by_position(runner: Runner, out: Path, k: int) -> None:
         alpha = rate[0]
         ax.plot(positions, [alpha ** i for i in positions], ":", color=COLORS[regime],
                 label=f"{regime}: $\\alpha^i$ with $\\alpha$ = {alpha:.2f}")
+        gap = max(abs(rate[i - 1] - alpha ** i) for i in positions)
+        claim(gap <= 0.1, "acceptance_by_position",
+              "On the toy workloads the geometric model fits closely (book/economics.md)",
+              f"{regime}'s measured rate is {gap:.2f} from alpha^i at some position")
     ax.set_xticks(positions)
     ax.set_ylim(0, 1.05)
     ax.set_xlabel("draft position i")
@@ -197,6 +232,23 @@ def plot_tokens_per_run(runner: Runner, out: Path) -> dict:
         ax.plot(KS, [table[regime][k]["tpr"] for k in KS], "o-", color=COLORS[regime],
                 label=regime)
     ax.plot(KS, [k + 1 for k in KS], "--", color="black", linewidth=0.8, label="ceiling k + 1")
+    tpr = {regime: [table[regime][k]["tpr"] for k in KS] for regime in WORKLOADS}
+    shown = {regime: ", ".join(f"{t:.2f}" for t in tpr[regime]) for regime in WORKLOADS}
+    ks = ", ".join(map(str, KS))
+    figure = "tokens_per_run_vs_k"
+    claim(all(a < b for a, b in zip(tpr["periodic"], tpr["periodic"][1:])), figure,
+          "Clean periodic text keeps gaining from longer drafts",
+          f"periodic at k = {ks}: {shown['periodic']}")
+    claim(all(t < k + 1 for t, k in zip(tpr["periodic"], KS)), figure,
+          "[periodic text] stays under the ceiling k+1 (book/economics.md)",
+          f"periodic at k = {ks}: {shown['periodic']}")
+    claim(all(n < p for n, p in zip(tpr["noisy periodic"][1:], tpr["periodic"][1:])), figure,
+          "noise bends the curve",
+          f"noisy periodic {shown['noisy periodic']} against periodic {shown['periodic']}")
+    claim(tpr["markov"][-1] - tpr["markov"][1] < 0.1, figure,
+          "Markov text saturates almost at once", f"markov at k = {ks}: {shown['markov']}")
+    claim(all(t == 1.0 for t in tpr["random"]), figure, "random text never gains",
+          f"random at k = {ks}: {shown['random']}")
     ax.set_xlabel("k (drafts per round)")
     ax.set_ylabel("tokens per run")
     ax.set_xticks(KS)
@@ -232,6 +284,12 @@ def plot_speedup_estimate(out: Path, table: dict) -> None:
         ax.plot(KS, [table[regime][k]["speedup"] for k in KS], "o-",
                 color=COLORS[regime], label=regime)
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    claim(all(table["random"][k]["speedup"] == 1.0 for k in KS), "speedup_estimate",
+          "random text breaks even instead of losing (book/economics.md)",
+          ", ".join(f"{table['random'][k]['speedup']:.2f}x" for k in KS))
+    claim(table["markov"][KS[-1]]["speedup"] < 1.0, "speedup_estimate",
+          "A fixed large k loses on Markov-like text (book/economics.md)",
+          f"markov at k = {KS[-1]}: {table['markov'][KS[-1]]['speedup']:.2f}x")
     ax.set_xlabel("k (drafts per round)")
     ax.set_ylabel("estimated speed-up")
     ax.set_xticks(KS)
@@ -287,8 +345,17 @@ def plot_drafter_cost(speclab: Path, given: Path | None, out: Path) -> None:
     if not series:
         raise SystemExit(f"plots: {path} has no rows")
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
-    for drafter, points in sorted(series.items()):
+    for points in series.values():
         points.sort()
+    growth = {d: p[-1][1] / p[0][1] for d, p in series.items() if p[0][1] > 0}
+    scans = [d for d in growth if "prompt lookup" in d]
+    for scan in scans:
+        for other in growth.keys() - set(scans):
+            claim(growth[other] * 4 < growth[scan], name,
+                  "A scan grows with the context; the pool and the suffix automaton grow far "
+                  "more slowly",
+                  f"{scan} grew {growth[scan]:.1f}x over its contexts, {other} {growth[other]:.1f}x")
+    for drafter, points in sorted(series.items()):
         ax.plot([p[0] for p in points], [p[1] for p in points], "o-", label=drafter)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -343,6 +410,13 @@ def main() -> int:
     plot_speedup_estimate(args.out, table)
     plot_drafter_cost(args.speclab, args.drafter_cost, args.out)
     write_results(args.out, table)
+    if CONTRADICTED:
+        print("plots: the data contradict what the book says about them (if the data are "
+              "right, change the caption in tools/book_site/plots.py or the chapter):",
+              file=sys.stderr)
+        for line in CONTRADICTED:
+            print(f"  {line}", file=sys.stderr)
+        return 1
     print(f"plots: figures and tables in {args.out}")
     return 0
 
