@@ -181,9 +181,9 @@ def plot_accept_hist(runner: Runner, out: Path, k: int) -> None:
                  f"How many drafts each verify round kept, on the toy target (k = {k}, "
                  f"{MAX_NEW_TOKENS} tokens, seeds {', '.join(map(str, SEEDS))}). Hatched: rounds "
                  f"where the drafter found no earlier match, so the round was a plain decode "
-                 f"step. With noisy periodic text, most rounds that do draft keep all five "
+                 f"step. With noisy periodic text, most rounds that do draft keep all {k} "
                  f"drafts; each noisy token costs a rejected draft and a couple of plain steps "
-                 f"until the last two tokens occur earlier again. Markov text rarely offers a "
+                 f"until the last {NGRAM} tokens occur earlier again. Markov text rarely offers a "
                  f"match, and its drafts are mostly rejected.")
 
 
