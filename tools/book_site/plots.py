@@ -351,7 +351,9 @@ def plot_drafter_cost(speclab: Path, given: Path | None, out: Path) -> None:
     scans = [d for d in growth if "prompt lookup" in d]
     for scan in scans:
         for other in growth.keys() - set(scans):
-            claim(growth[other] * 4 < growth[scan], name,
+            # Measured times: a factor of 2 leaves room for a noisy machine (the scan grew about
+            # 100x over 1k..128k tokens on the machines seen, the others 2 to 3x).
+            claim(growth[other] * 2 < growth[scan], name,
                   "A scan grows with the context; the pool and the suffix automaton grow far "
                   "more slowly",
                   f"{scan} grew {growth[scan]:.1f}x over its contexts, {other} {growth[other]:.1f}x")
