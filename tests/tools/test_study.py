@@ -303,6 +303,80 @@ class CeilingTable(unittest.TestCase):
                 self.write(**{k: None for k in ("tokens", "cost", "meta", "speed")})
 
 
+# A saved speed table and its meta, for the main results renderers.
+SPEED_CSV = ("workload,drafter,k,max_new_tokens,temperature,tokens_per_run,run_cost,"
+             "decode_speedup,speedup_median,plain_tokens_per_s\n"
+             "w,sa,5,64,0,2.5,1.25,2.0,1.8,400.4\n"
+             "w,auto,5,64,0,1.5,,1.2,1.1,410\n")
+AL_CSV = ("workload,drafter,tokens_per_run,tokens_per_run_turn2plus\n"
+          "w,sa,2.5,\nchat,sa,1.5,2.25\n")
+RESULTS_META = {"date": "2026-01-02", "machine": "a test CPU", "lab_impl": "solution",
+                "threads": 2, "load_before": "0.5", "minutes": 2.2}
+
+
+class ResultsTables(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.data = Path(self.tmp.name)
+        self.write()
+        self.sr = load_study_results()
+        self.sr.DATA = self.data
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, speed=SPEED_CSV, al=AL_CSV, meta=None):
+        (self.data / "speed.csv").write_text(speed, encoding="utf-8")
+        (self.data / "al.csv").write_text(al, encoding="utf-8")
+        (self.data / "meta.json").write_text(
+            meta if meta is not None else json.dumps(RESULTS_META), encoding="utf-8")
+
+    def test_the_tables_and_caption_from_good_data(self):
+        self.assertEqual(self.sr.render_speed(self.data).splitlines()[2:],
+                         ["| w | sa | 2.50 | 1.25 | 2.00× | 1.80× | 400 |",
+                          "| w | auto | 1.50 | – | 1.20× | 1.10× | 410 |"])
+        self.assertEqual(self.sr.render_al().splitlines()[2],
+                         "| sa | 2.50 | 1.50 (2.25) |")
+        text = self.sr.render_meta(self.data)
+        for needle in ("Measured 2026-01-02 on a test CPU", "LAB_IMPL=solution",
+                       "2 model threads", "greedy, $k = 5$, at most 64 new tokens a reply",
+                       "load average 0.5", "ran at 400 to 410 tokens/s", "about 2 min here"):
+            self.assertIn(needle, text)
+
+    def test_a_sampled_run_is_not_called_greedy(self):
+        self.write(speed=SPEED_CSV.replace(",64,0,", ",64,0.7,"))
+        self.assertIn("temperature 0.7, $k = 5$", self.sr.render_meta(self.data))
+
+    def test_bad_saved_data_is_named(self):
+        header, *rows = SPEED_CSV.splitlines()
+        cases = [
+            ({"speed": header.replace(",speedup_median", "") + "\nw,sa,5,64,0,2.5,1.25,2.0,400\n"},
+             "speed.csv", "speedup_median"),
+            ({"speed": SPEED_CSV.replace("400.4", "fast")}, "speed.csv", "fast"),
+            ({"speed": SPEED_CSV.replace("w,auto,5,64", "w,auto,8,64")}, "speed.csv",
+             "the rows differ in k (5, 8)"),
+            ({"al": "workload,drafter\nw,sa\n"}, "al.csv", "tokens_per_run"),
+            ({"al": AL_CSV.replace("2.25", "lots")}, "al.csv", "lots"),
+            ({"meta": json.dumps({k: v for k, v in RESULTS_META.items() if k != "machine"})},
+             "meta.json", "machine"),
+            ({"meta": json.dumps(dict(RESULTS_META, minutes="soon"))}, "meta.json", "soon"),
+        ]
+        for files, where, what in cases:
+            with self.subTest(files=files):
+                self.write(**files)
+                for render in (lambda: self.sr.render_speed(self.data), self.sr.render_al,
+                               lambda: self.sr.render_meta(self.data)):
+                    try:
+                        render()
+                    except SystemExit as e:
+                        self.assertIn(where, str(e.code))
+                        self.assertIn(what, str(e.code))
+                        break
+                else:
+                    self.fail("no renderer stopped")
+                self.write()
+
+
 class RoundTripText(unittest.TestCase):
     def test_the_meta_line_names_the_range_or_nothing(self):
         self.assertEqual(study.round_trip_text({}), "")
