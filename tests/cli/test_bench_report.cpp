@@ -67,6 +67,36 @@ TEST_CASE("a case's run cost: a speculative round's time over a plain step's, pe
   CHECK(CaseResult{}.run_cost() == 0.0);
 }
 
+TEST_CASE(
+    "decode only = AL / run cost holds per repeat, and the legend says when medians keep it") {
+  // Two repeats of one AL (10 tokens in 4 runs): the median of two ratios is their mean, and the
+  // mean of 2.5 / c over the costs c is not 2.5 over their mean. The legend said "decode only =
+  // AL / run cost" of the medians without a condition, and a two-repeat table broke it.
+  CaseResult c;
+  c.base_decode_seconds = {1.0, 1.0};
+  c.base_runs = {10, 10};
+  c.spec_decode_seconds = {0.4, 0.8};  // run costs 1.0 and 2.0; decode only 2.5 and 1.25
+  c.spec_runs = {4, 4};
+  CHECK(c.run_cost() == doctest::Approx(1.5));
+  CHECK(c.decode_speedup() == doctest::Approx(1.875));
+  CHECK(2.5 / c.run_cost() != doctest::Approx(c.decode_speedup()));
+  c.base_decode_seconds.push_back(1.0);  // a third repeat: the medians are one repeat's figures
+  c.base_runs.push_back(10);
+  c.spec_decode_seconds.push_back(0.6);
+  c.spec_runs.push_back(4);
+  CHECK(2.5 / c.run_cost() == doctest::Approx(c.decode_speedup()));
+  char* text = nullptr;
+  size_t size = 0;
+  std::FILE* out = open_memstream(&text, &size);
+  REQUIRE(out != nullptr);
+  speclab::cli::print_table(out, BenchMeta{}, {c});
+  std::fclose(out);
+  const std::string table(text, size);
+  std::free(text);
+  CHECK(table.find("In each repeat decode only = AL / run cost") != std::string::npos);
+  CHECK(table.find("the medians keep it only with an odd number of repeats") != std::string::npos);
+}
+
 TEST_CASE("the round-trip line names the CPUs probed when they may not be the model's") {
   RoundTripRange r;
   r.add(CoreRoundTrip{80.0, ""});
@@ -135,6 +165,29 @@ TEST_CASE("the table's legend defines every timed column: drafter cost and token
                    "token") != std::string::npos);
   CHECK(table.find("plain, spec tok/s: emitted tokens per second end to end (prefill included), "
                    "median over repeats") != std::string::npos);
+}
+
+TEST_CASE("the table's legend defines its acceptance columns: AL t2+ and by draft position") {
+  // Both columns had a header and no line: whether "AL t2+" counts the first turn, and whether a
+  // position's rate is over all rounds (1 + their sum would be the AL) or over the rounds that
+  // drafted it, could only be learned from the code.
+  CaseResult c;
+  c.workload = "two_turn";
+  c.drafter = "prompt-lookup";
+  c.spec.record_round(2, 1, 2);
+  c.spec_later_turns.record_round(2, 1, 2);  // a multi-turn workload: the table has "AL t2+"
+  char* text = nullptr;
+  size_t size = 0;
+  std::FILE* out = open_memstream(&text, &size);
+  REQUIRE(out != nullptr);
+  speclab::cli::print_table(out, BenchMeta{}, {c});
+  std::fclose(out);
+  const std::string table(text, size);
+  std::free(text);
+  CHECK(table.find("AL t2+") != std::string::npos);
+  CHECK(table.find("AL t2+: the AL of turns 2 and later") != std::string::npos);
+  CHECK(table.find("acceptance by draft position i: of the rounds that drafted position i, the "
+                   "share that kept it") != std::string::npos);
 }
 
 TEST_CASE("the JSON is written when a workload's or the model's name is not UTF-8") {

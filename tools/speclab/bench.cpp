@@ -483,7 +483,8 @@ void add_bench(CLI::App& app) {
       "speculative decoding back to back on the same target (so each speedup is timed side by "
       "side), fails if their outputs differ, and reports "
       "acceptance length, per-position acceptance, drafter cost, the median wall speedup and the "
-      "run cost (a speculative round in plain decode steps: decode-only speedup = AL / run cost), "
+      "run cost (a speculative round in plain decode steps; per repeat, decode-only speedup = AL / "
+      "run cost), "
       "with the cross-core round trip probed between conversations (where the host put the CPUs: "
       "one die or two; not probed with --device cuda)");
   add_target_flags(*cmd, o->target);

@@ -170,20 +170,29 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
         acceptance_by_position(c.spec, " ", 2).c_str(),
         c.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
   }
-  std::fprintf(out,
-               "\nAL: tokens per target run (mean acceptance length); AL range: the lowest and "
-               "highest of the conversations' ALs (each conversation's AL over all its "
-               "repeats).\n"
-               "acc%%: accepted / drafted. "
-               "draft us/tok: the drafter's time (propose, begin and observe) per emitted "
-               "token.\n"
-               "plain, spec tok/s: emitted tokens per second end to end (prefill included), "
-               "median over repeats.\n"
-               "speedup: plain time / speculative time (%s clock), median over repeats.\n"
-               "decode only: the same without the prompt's prefill, median over repeats.\n"
-               "run cost: one speculative round (draft, verify pass, bookkeeping) in plain decode "
-               "steps, median over repeats: the machine's side of decode only = AL / run cost.\n",
-               meta.clock.c_str());
+  std::fprintf(
+      out,
+      "\nAL: tokens per target run (mean acceptance length); AL range: the lowest and "
+      "highest of the conversations' ALs (each conversation's AL over all its "
+      "repeats).\n"
+      "%s"
+      "acc%%: accepted / drafted. "
+      "draft us/tok: the drafter's time (propose, begin and observe) per emitted "
+      "token.\n"
+      "plain, spec tok/s: emitted tokens per second end to end (prefill included), "
+      "median over repeats.\n"
+      "speedup: plain time / speculative time over the whole workload (%s clock), median over "
+      "repeats.\n"
+      "decode only: the same without the prompt's prefill, median over repeats.\n"
+      "run cost: one speculative round (draft, verify pass, bookkeeping) in plain decode "
+      "steps, median over repeats. In each repeat decode only = AL / run cost, the "
+      "drafter's side over the machine's; the medians keep it only with an odd number of "
+      "repeats that share one AL (auto's may not).\n"
+      "acceptance by draft position i: of the rounds that drafted position i, the share "
+      "that kept it (and every draft before it); rounds with shorter drafts or none are "
+      "not counted, so 1 + the sum exceeds the AL where short drafts are common.\n",
+      multi_turn ? "AL t2+: the AL of turns 2 and later ('-': a workload of one turn).\n" : "",
+      meta.clock.c_str());
 }
 
 void write_csv(std::ostream& out, const BenchMeta& meta, const std::vector<CaseResult>& cases) {
