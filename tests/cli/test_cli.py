@@ -2029,6 +2029,34 @@ class RealModel(unittest.TestCase):
         rc, _, err = speclab("generate", *args, "--seed", "7", "--temperature", "0.8")
         self.assertEqual(warnings_in(err), [])
 
+    def test_bench_batch_mode_fails_loudly_when_an_output_differs(self):
+        # Batched mode checks every request's output against plain decoding, as the main mode
+        # does (Bench.test_a_speculative_output_that_differs_fails_loudly): a broken verify rule
+        # fails the run, names the request and where its output departs, and marks the case in
+        # the table, the CSV and the JSON.
+        with tempfile.TemporaryDirectory() as tmp:
+            csv_path, json_path = Path(tmp) / "b.csv", Path(tmp) / "b.json"
+            rc, out, err = speclab("bench", "--model", "smollm2", "--threads", "1", "--workload",
+                                   "code_edit", "--batch", "1,2", "--repeats", "1",
+                                   "--max-new-tokens", "16", "--drafter", "prompt-lookup",
+                                   "--k", "4", "--csv", str(csv_path), "--json", str(json_path),
+                                   "--corrupt-verify-for-testing")
+            self.assertEqual(rc, 1, err)
+            self.assertRegex(err, r"bench: MISMATCH: code_edit batch 1 request 0 with "
+                                  r"prompt-lookup\(n=3\) \(k=4\): speculative output differs "
+                                  r"from plain decoding at output token \d+: plain \d+, "
+                                  r"speculative \d+\n")
+            self.assertIn("bench: FAILED:", err)
+            self.assertEqual(out.count("OUTPUT DIFFERS FROM PLAIN DECODING"), 2, out)
+            import csv
+            rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
+            self.assertEqual([int(r["mismatches"]) > 0 for r in rows], [True, True])
+            for case in json.loads(json_path.read_text())["cases"]:
+                self.assertFalse(case["identical"])
+                self.assertRegex(case["first_mismatch"],
+                                 r"^request 0 \([^)]+\): output token \d+: plain \d+, "
+                                 r"speculative \d+$")
+
     def test_bench_batch_mode_needs_a_real_model(self):
         rc, _, err = speclab("bench", "--model", "toy", "--batch", "2", "--csv", "", "--json", "")
         self.assertNotEqual(rc, 0)

@@ -132,14 +132,8 @@ Workload toy_workload(const std::string& name, const Model& model) {
 std::string describe_mismatch(const std::vector<std::vector<Token>>& base,
                               const std::vector<std::vector<Token>>& spec) {
   for (size_t t = 0; t < base.size() && t < spec.size(); ++t) {
-    const auto& a = base[t];
-    const auto& b = spec[t];
-    if (a == b) continue;
-    size_t i = 0;
-    while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
-    return "turn " + std::to_string(t + 1) + ", output token " + std::to_string(i) + ": plain " +
-           (i < a.size() ? std::to_string(a[i]) : std::string("<end>")) + ", speculative " +
-           (i < b.size() ? std::to_string(b[i]) : std::string("<end>"));
+    const std::string where = describe_difference(base[t], spec[t]);
+    if (!where.empty()) return "turn " + std::to_string(t + 1) + ", " + where;
   }
   return "the number of turns differs";
 }

@@ -34,7 +34,8 @@ struct BatchCaseResult {
   std::int64_t runs = 0, emitted = 0, drafted = 0, accepted = 0;  // speculative, per request
   std::int64_t base_emitted = 0;
   int mismatches = 0;
-  RoundTripRange round_trip;  // the round trips on either side of its runs (core_probe.h)
+  std::string first_mismatch;  // "request I (ID): output token ...": where the first one was
+  RoundTripRange round_trip;   // the round trips on either side of its runs (core_probe.h)
 
   double al() const {
     return runs ? static_cast<double>(emitted) / static_cast<double>(runs) : 0.0;
@@ -166,11 +167,16 @@ BatchRun run_cases(const BatchBenchSettings& s, const std::vector<BenchCase>& ca
             if (spec[i].tokens != base[i].tokens) {
               ++r.mismatches;
               ++out.mismatches;
+              const std::string where = describe_difference(base[i].tokens, spec[i].tokens);
+              if (r.first_mismatch.empty()) {
+                r.first_mismatch = "request " + std::to_string(i) + " (" +
+                                   w.items[i % w.items.size()].id + "): " + where;
+              }
               progress.clear();
               std::fprintf(stderr,
                            "bench: MISMATCH: %s batch %d request %zu with %s (k=%d): speculative "
-                           "output differs from plain decoding\n",
-                           w.name.c_str(), b, i, r.drafter_name.c_str(), cs.k);
+                           "output differs from plain decoding at %s\n",
+                           w.name.c_str(), b, i, r.drafter_name.c_str(), cs.k, where.c_str());
             }
           }
           progress.advance(1, w.name + " batch " + std::to_string(b) + " " + cs.drafter.drafter);
@@ -259,7 +265,7 @@ void write_json(std::ostream& out, const BatchBenchSettings& s, const Model& mod
   j["meta"]["core_round_trip_probes"] = run.round_trips.measured;
   j["cases"] = nlohmann::ordered_json::array();
   for (const BatchCaseResult& r : run.results) {
-    j["cases"].push_back({
+    nlohmann::ordered_json row = {
         {"workload", r.workload},
         {"drafter", r.drafter},
         {"drafter_name", r.drafter_name},
@@ -291,7 +297,9 @@ void write_json(std::ostream& out, const BatchBenchSettings& s, const Model& mod
         {"draft_seconds", r.draft_seconds},
         {"identical", r.mismatches == 0},
         {"mismatches", r.mismatches},
-    });
+    };
+    if (r.mismatches) row["first_mismatch"] = r.first_mismatch;  // as in the main mode's JSON
+    j["cases"].push_back(row);
   }
   // Not UTF-8 in a workload's or the model's name: U+FFFD, not an exception after the run.
   out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';

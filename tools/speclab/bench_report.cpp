@@ -125,6 +125,17 @@ std::string round_trip_csv(const RoundTripRange& r) {
   return std::to_string(r.min_ns) + "," + std::to_string(r.max_ns);
 }
 
+std::string describe_difference(const std::vector<Token>& plain, const std::vector<Token>& spec) {
+  if (plain == spec) return "";
+  size_t i = 0;
+  while (i < plain.size() && i < spec.size() && plain[i] == spec[i]) ++i;
+  const auto token = [i](const std::vector<Token>& out) {
+    return i < out.size() ? std::to_string(out[i]) : std::string("<end>");
+  };
+  return "output token " + std::to_string(i) + ": plain " + token(plain) + ", speculative " +
+         token(spec);
+}
+
 std::string case_label(const std::string& drafter, int sa_draft_ratio) {
   return sa_draft_ratio > 0 ? drafter + " r=" + std::to_string(sa_draft_ratio) : drafter;
 }

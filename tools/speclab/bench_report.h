@@ -101,6 +101,11 @@ double median_ratio(const std::vector<double>& num, const std::vector<double>& d
 double run_cost(const std::vector<double>& base_decode, const std::vector<std::int64_t>& base_runs,
                 const std::vector<double>& spec_decode, const std::vector<std::int64_t>& spec_runs);
 
+// Where speculative output `spec` departs from plain output `plain`: "output token I: plain X,
+// speculative Y" (I counts from 0; "<end>" for an output that ended there). "" when they are
+// equal. Both modes of bench name a mismatch with it.
+std::string describe_difference(const std::vector<Token>& plain, const std::vector<Token>& spec);
+
 // The drafter column of bench's tables: the --drafter value, and " r=R" for a ratio R > 0 (the
 // CSV and JSON files have the ratio in a column of its own).
 std::string case_label(const std::string& drafter, int sa_draft_ratio);
