@@ -1249,6 +1249,24 @@ class Bench(unittest.TestCase):
             self.assertGreater(by[("toy-periodic", "prompt-lookup", 4)]["tokens_per_run"], 2.0)
             self.assertEqual(by[("toy-random", "prompt-lookup", 4)]["tokens_per_run"], 1.0)
 
+    def test_every_csv_column_and_json_field_is_named_in_the_readme(self):
+        # The main mode's files had no reference: what `identical`, `plain_seconds` or
+        # `tokens_per_run_by_conversation` hold could only be read from bench_report.cpp.
+        readme = (ROOT / "README.md").read_text()
+        with tempfile.TemporaryDirectory() as tmp:
+            csv_path, js = Path(tmp) / "r.csv", Path(tmp) / "r.json"
+            rc, _, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic",
+                                 "--drafter", "prompt-lookup", "--repeats", "1", "--prompts", "1",
+                                 "--max-new-tokens", "32", "--csv", str(csv_path), "--json",
+                                 str(js), "--corrupt-verify-for-testing")  # first_mismatch too
+            self.assertEqual(rc, 1, err)
+            data = json.loads(js.read_text())
+            names = set(csv_path.read_text().splitlines()[0].split(","))
+            names |= set(data["meta"]) | set(data["cases"][0])
+            names |= set(data["cases"][0]["time_split_seconds"])
+            missing = sorted(n for n in names if f"`{n}`" not in readme)
+            self.assertEqual(missing, [], "bench output fields the README does not name")
+
     def test_cpu_clock_is_recorded(self):
         with tempfile.TemporaryDirectory() as tmp:
             js = Path(tmp) / "r.json"
