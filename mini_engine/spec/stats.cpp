@@ -47,14 +47,20 @@ double SpecStats::other_seconds() const {
 }
 
 std::string SpecStats::summary() const {
+  char acceptance[64];
+  if (drafted == 0) {  // 0.0% would read as every draft rejected
+    std::snprintf(acceptance, sizeof acceptance, "n/a (nothing drafted)");
+  } else {
+    std::snprintf(acceptance, sizeof acceptance, "%.1f%% (%lld/%lld)", 100.0 * acceptance_rate(),
+                  static_cast<long long>(accepted), static_cast<long long>(drafted));
+  }
   char buf[320];
   const double tps = total_seconds > 0 ? static_cast<double>(emitted) / total_seconds : 0.0;
   std::snprintf(buf, sizeof buf,
-                "%lld tokens, %lld target runs, %.2f tokens/run, acceptance %.1f%% (%lld/%lld), "
+                "%lld tokens, %lld target runs, %.2f tokens/run, acceptance %s, "
                 "time prefill %.3fs draft %.3fs verify %.3fs other %.3fs, %.1f tokens/s",
                 static_cast<long long>(emitted), static_cast<long long>(target_runs),
-                tokens_per_run(), 100.0 * acceptance_rate(), static_cast<long long>(accepted),
-                static_cast<long long>(drafted), prefill_seconds, draft_seconds, verify_seconds,
+                tokens_per_run(), acceptance, prefill_seconds, draft_seconds, verify_seconds,
                 other_seconds(), tps);
   return buf;
 }

@@ -167,6 +167,31 @@ TEST_CASE("the table's legend defines every timed column: drafter cost and token
                    "median over repeats") != std::string::npos);
 }
 
+TEST_CASE("a case that drafted nothing shows no acceptance rate in the table, not 0.0%") {
+  // 0.0% reads as every draft rejected; on random text prompt lookup drafts nothing at all.
+  CaseResult c;
+  c.workload = "toy-random";
+  c.drafter = "prompt-lookup";
+  c.base_seconds = {2.0};
+  c.spec_seconds = {2.0};
+  c.spec.record_round(0, 0, 1);
+  char* text = nullptr;
+  size_t size = 0;
+  std::FILE* out = open_memstream(&text, &size);
+  REQUIRE(out != nullptr);
+  speclab::cli::print_table(out, BenchMeta{}, {c});
+  std::fclose(out);
+  const std::string table(text, size);
+  std::free(text);
+  const size_t row = table.find("\ntoy-random");
+  REQUIRE(row != std::string::npos);
+  const std::string line = table.substr(row + 1, table.find('\n', row + 1) - row - 1);
+  CHECK(line.find("0.0%") == std::string::npos);
+  CHECK(line.find("     -") != std::string::npos);
+  CHECK(table.find("acc%: accepted / drafted ('-' where nothing was drafted)") !=
+        std::string::npos);
+}
+
 TEST_CASE("the table's legend defines its acceptance columns: AL t2+ and by draft position") {
   // Both columns had a header and no line: whether "AL t2+" counts the first turn, and whether a
   // position's rate is over all rounds (1 + their sum would be the AL) or over the rounds that

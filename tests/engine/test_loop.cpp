@@ -461,6 +461,17 @@ TEST_SUITE("engine / speculative loop") {
           "draft 0.250s verify 0.500s other 0.250s, 3.5 tokens/s");
   }
 
+  TEST_CASE("SpecStats::summary: a run that drafted nothing has no acceptance rate") {
+    // "0.0%" read as every draft rejected, where none was drafted (random text).
+    SpecStats s;
+    s.record_round(0, 0, 1);
+    s.record_round(0, 0, 1);
+    s.total_seconds = 1.0;
+    CHECK(s.summary() ==
+          "2 tokens, 2 target runs, 1.00 tokens/run, acceptance n/a (nothing drafted), time "
+          "prefill 0.000s draft 0.000s verify 0.000s other 1.000s, 2.0 tokens/s");
+  }
+
   TEST_CASE("SpecStats::record_round rejects counts no round can have") {
     // accepted > drafted indexed past accepted_at; a negative count indexed before the vectors.
     SpecStats s;

@@ -95,3 +95,5 @@ def test_the_real_traces_keep_every_claim_and_the_table_counts_them(tmp_path):
         assert cells[3] == f"{statistics.mean(512 / len(t) for t in traces):.2f}", (workload, k)
         assert cells[4] == f"{drafted:.1f}" and cells[5] == f"{accepted:.1f}", (workload, k)
         assert cells[7] == f"{100 * (1 - runs / 512):.1f}%", (workload, k)
+        # Nothing drafted (random text) has no acceptance rate; 0.0% would read as all rejected.
+        assert (cells[6] == "–") == (drafted == 0), (workload, k, cells[6])

@@ -384,9 +384,11 @@ def write_results(out: Path, table: dict) -> None:
     for regime in WORKLOADS:
         for k, s in table[regime].items():
             saved = 1 - s["runs"] / MAX_NEW_TOKENS
+            # Nothing drafted has no acceptance rate: 0.0% would read as every draft rejected.
+            rate = f"{100 * s['acceptance']:.1f}%" if s["drafted"] else "–"
             lines.append(f"| {regime} | {k} | {s['runs']:.1f} | {s['tpr']:.2f} | "
-                         f"{s['drafted']:.1f} | {s['accepted']:.1f} | "
-                         f"{100 * s['acceptance']:.1f}% | {100 * saved:.1f}% |")
+                         f"{s['drafted']:.1f} | {s['accepted']:.1f} | {rate} | "
+                         f"{100 * saved:.1f}% |")
     noises = ", ".join(f"{name} = `--regime {r} --noise {n}`" for name, (r, n) in WORKLOADS.items())
     lines += ["", f"The workloads are {noises}. Each row is made by runs such as:", "", "```sh",
               f"speclab trace --model toy --regime markov --noise 0.3 --k 5 --n {NGRAM} "

@@ -25,6 +25,15 @@ std::string acceptance_by_position(const SpecStats& s, const char* sep, int digi
   return out;
 }
 
+// accepted / drafted as "80.0%", or "-" when nothing was drafted (0.0% would read as every
+// draft rejected).
+std::string acceptance_text(const SpecStats& s) {
+  if (s.drafted == 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * s.acceptance_rate());
+  return buf;
+}
+
 }  // namespace
 
 std::string csv_field(const std::string& s) {
@@ -170,16 +179,15 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
     } else if (multi_turn) {
       std::snprintf(t2, sizeof t2, "-");
     }
-    std::fprintf(
-        out,
-        "%-16s %-14s %3d %3s %6.2f %11s %6s %5.1f%% %8.1f %9.1f %9.1f %7.2fx %6.2fx %5.2f  "
-        "%s%s\n",
-        c.workload.c_str(), case_label(c.drafter, c.sa_draft_ratio).c_str(), c.k, n_text,
-        c.spec.tokens_per_run(), c.al_range().c_str(), t2, 100.0 * c.spec.acceptance_rate(),
-        c.draft_us_per_token(), c.base_tokens_per_second(), c.spec_tokens_per_second(),
-        c.speedup_median(), c.decode_speedup(), c.run_cost(),
-        acceptance_by_position(c.spec, " ", 2).c_str(),
-        c.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
+    std::fprintf(out,
+                 "%-16s %-14s %3d %3s %6.2f %11s %6s %6s %8.1f %9.1f %9.1f %7.2fx %6.2fx %5.2f  "
+                 "%s%s\n",
+                 c.workload.c_str(), case_label(c.drafter, c.sa_draft_ratio).c_str(), c.k, n_text,
+                 c.spec.tokens_per_run(), c.al_range().c_str(), t2, acceptance_text(c.spec).c_str(),
+                 c.draft_us_per_token(), c.base_tokens_per_second(), c.spec_tokens_per_second(),
+                 c.speedup_median(), c.decode_speedup(), c.run_cost(),
+                 acceptance_by_position(c.spec, " ", 2).c_str(),
+                 c.mismatches ? "  OUTPUT DIFFERS FROM PLAIN DECODING" : "");
   }
   std::fprintf(
       out,
@@ -187,7 +195,7 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
       "highest of the conversations' ALs (each conversation's AL over all its "
       "repeats).\n"
       "%s"
-      "acc%%: accepted / drafted. "
+      "acc%%: accepted / drafted ('-' where nothing was drafted). "
       "draft us/tok: the drafter's time (propose, begin and observe) per emitted "
       "token.\n"
       "plain, spec tok/s: emitted tokens per second end to end (prefill included), "
