@@ -73,8 +73,8 @@ int choose_k(const CostCurve& curve, int batch, std::span<const double> alpha, i
 // verification with the target's probability of it.) temperature == 0 means greedy: p_j is 1
 // when d_j is the row's argmax and 0 otherwise.
 // The expected tokens of the round are 1 + sum(reach).
-// Throws std::invalid_argument when logits.rows() != drafts.size() + 1, temperature < 0, or a
-// draft id is outside [0, logits.vocab()).
+// Throws std::invalid_argument when logits.rows() != drafts.size() + 1, temperature < 0, or any
+// draft id is outside [0, logits.vocab()), also one after a draft that cannot be accepted.
 std::vector<double> replay_reach(std::span<const Token> drafts, const Logits& logits,
                                  double temperature);
 // --8<-- [end:replay_reach]

@@ -195,5 +195,16 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
       CHECK_THROWS_AS(replay_reach(V{-1}, l, temperature), std::invalid_argument);
       CHECK(replay_reach(V{7}, l, temperature).size() == 1);
     }
+    // Row 0 gives token 0 probability 0 at every temperature (and its argmax is 1): draft 0 is
+    // a sure miss, so the reach is 0 from there on, but the next draft's id is still checked.
+    Logits missed = speclab::testing::logits_with_argmax({1, 2, 3}, 8);
+    missed.row(0)[0] = -INFINITY;
+    for (const double temperature : {0.0, 1.0}) {
+      INFO("temperature ", temperature,
+           ": a draft of probability 0 ends the product, not the checks; the id after it is "
+           "outside the vocabulary all the same");
+      CHECK_THROWS_AS(replay_reach(V{0, 8}, missed, temperature), std::invalid_argument);
+      CHECK(replay_reach(V{0, 7}, missed, temperature) == D{0.0, 0.0});
+    }
   }
 }
