@@ -105,6 +105,21 @@ TEST_SUITE("lab06 / Choosing k") {
     CHECK(choose_k(c, 32, D{1, 1, 1, 1}, 4) == 0);
   }
 
+  TEST_CASE("a dip in the cost curve: the best k can lie past a worse one") {
+    // A measured curve need not grow smoothly with k (book/lab06_economics.md: the 2-thread
+    // CpuLlama curve prices k = 5 below k = 4 at batch 1), so a search that stops once a k is
+    // no better than the one before misses the best k past the bump.
+    const double t[5] = {10, 25, 12, 20, 13};
+    const CostCurve bumpy = CostCurve::from_function(
+        {1}, 4, [&](int, int k) { return t[k]; }, "bumpy");
+    const D sure = {1, 1, 1, 1};
+    INFO(
+        "sure drafts, E(k) = k + 1, on T(1, k) = 10 25 12 20 13: k = 1 -> 0.8, k = 2 -> 2.5, "
+        "k = 3 -> 2.0, k = 4 -> 3.85; try every k up to K, past a loss and past a dip");
+    CHECK(choose_k(bumpy, 1, sure, 4) == 4);
+    CHECK(choose_k(bumpy, 1, sure, 3) == 2);
+  }
+
   TEST_CASE("k never exceeds max_k or the profile or the curve") {
     const CostCurve flat = CostCurve::from_function(
         {1}, 6, [](int, int) { return 1.0; }, "flat");
