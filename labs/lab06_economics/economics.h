@@ -39,6 +39,7 @@ double expected_tokens_per_run(std::span<const double> alpha, int k);
 // accepting no more than it proposed: the histogram already records it so. With these rates,
 // expected_tokens_per_run(profile, k) equals the run's measured tokens per run when the run used
 // k drafts per round.
+// Reads only the histogram: all rounds are the sum of its entries (stats.target_runs is not used).
 // Returns k values. Throws std::invalid_argument when k < 0 or the histogram holds no round.
 std::vector<double> acceptance_profile(const SpecStats& stats, int k);
 // --8<-- [end:acceptance_profile]

@@ -82,6 +82,12 @@ TEST_SUITE("lab06 / Measuring acceptance") {
     CHECK(alpha[3] == 0.0);  // no round accepted 4
     CHECK(alpha[4] == 0.0);  // and none even reached position 5
     CHECK(acceptance_profile(s, 0).empty());
+    SpecStats hist_only;  // the same rounds, with the other counters left at 0
+    hist_only.accept_length_hist = {4, 3, 2, 1};
+    INFO(
+        "the histogram is the whole input: all rounds are the sum of its entries, not "
+        "stats.target_runs, so a SpecStats that holds only the histogram gives the same rates");
+    CHECK(acceptance_profile(hist_only, 5) == alpha);
   }
 
   TEST_CASE("a smaller k than the run used: longer rounds passed every position asked about") {
