@@ -73,6 +73,8 @@ TEST_SUITE("lab06 / Expected speed-up") {
     INFO("k = 0 is 1 only where the curve has T(b, 0): b = 64 is still out of range");
     CHECK_THROWS_AS(expected_speedup(c, 64, 0, alpha), std::out_of_range);
     CHECK_THROWS_AS(expected_speedup(c, 1, 3, D{0.5, 0.5}), std::invalid_argument);
+    INFO("and only for rates that are probabilities: a rate of 1.5 is an error at k = 0 too");
+    CHECK_THROWS_AS(expected_speedup(c, 1, 0, D{1.5, 0.5}), std::invalid_argument);
   }
 }
 
