@@ -22,6 +22,23 @@ using speclab::cli::round_trip_line;
 using speclab::cli::write_csv;
 using speclab::cli::write_json;
 
+namespace {
+
+// What print_table writes for the one case `c`.
+std::string table_of(const CaseResult& c) {
+  char* text = nullptr;
+  size_t size = 0;
+  std::FILE* out = open_memstream(&text, &size);
+  REQUIRE(out != nullptr);
+  speclab::cli::print_table(out, BenchMeta{}, {c});
+  std::fclose(out);
+  std::string table(text, size);
+  std::free(text);
+  return table;
+}
+
+}  // namespace
+
 TEST_CASE("the progress bar's ETA is the time left, not the whole run's") {
   using speclab::cli::ProgressBar;
   CHECK(ProgressBar::seconds_left(10.0, 0.25) == doctest::Approx(30.0));
@@ -85,14 +102,7 @@ TEST_CASE(
   c.spec_decode_seconds.push_back(0.6);
   c.spec_runs.push_back(4);
   CHECK(2.5 / c.run_cost() == doctest::Approx(c.decode_speedup()));
-  char* text = nullptr;
-  size_t size = 0;
-  std::FILE* out = open_memstream(&text, &size);
-  REQUIRE(out != nullptr);
-  speclab::cli::print_table(out, BenchMeta{}, {c});
-  std::fclose(out);
-  const std::string table(text, size);
-  std::free(text);
+  const std::string table = table_of(c);
   CHECK(table.find("In each repeat decode only = AL / run cost") != std::string::npos);
   CHECK(table.find("the medians keep it only with an odd number of repeats") != std::string::npos);
 }
@@ -153,14 +163,7 @@ TEST_CASE("the table's legend defines every timed column: drafter cost and token
   c.drafter = "prompt-lookup";
   c.base_seconds = {2.0};
   c.spec_seconds = {1.0};
-  char* text = nullptr;
-  size_t size = 0;
-  std::FILE* out = open_memstream(&text, &size);
-  REQUIRE(out != nullptr);
-  speclab::cli::print_table(out, BenchMeta{}, {c});
-  std::fclose(out);
-  const std::string table(text, size);
-  std::free(text);
+  const std::string table = table_of(c);
   CHECK(table.find("draft us/tok: the drafter's time (propose, begin and observe) per emitted "
                    "token") != std::string::npos);
   CHECK(table.find("plain, spec tok/s: emitted tokens per second end to end (prefill included), "
@@ -175,14 +178,7 @@ TEST_CASE("a case that drafted nothing shows no acceptance rate in the table, no
   c.base_seconds = {2.0};
   c.spec_seconds = {2.0};
   c.spec.record_round(0, 0, 1);
-  char* text = nullptr;
-  size_t size = 0;
-  std::FILE* out = open_memstream(&text, &size);
-  REQUIRE(out != nullptr);
-  speclab::cli::print_table(out, BenchMeta{}, {c});
-  std::fclose(out);
-  const std::string table(text, size);
-  std::free(text);
+  const std::string table = table_of(c);
   const size_t row = table.find("\ntoy-random");
   REQUIRE(row != std::string::npos);
   const std::string line = table.substr(row + 1, table.find('\n', row + 1) - row - 1);
@@ -201,14 +197,7 @@ TEST_CASE("the table's legend defines its acceptance columns: AL t2+ and by draf
   c.drafter = "prompt-lookup";
   c.spec.record_round(2, 1, 2);
   c.spec_later_turns.record_round(2, 1, 2);  // a multi-turn workload: the table has "AL t2+"
-  char* text = nullptr;
-  size_t size = 0;
-  std::FILE* out = open_memstream(&text, &size);
-  REQUIRE(out != nullptr);
-  speclab::cli::print_table(out, BenchMeta{}, {c});
-  std::fclose(out);
-  const std::string table(text, size);
-  std::free(text);
+  const std::string table = table_of(c);
   CHECK(table.find("AL t2+") != std::string::npos);
   CHECK(table.find("AL t2+: the AL of turns 2 and later") != std::string::npos);
   CHECK(table.find("acceptance by draft position i: of the rounds that drafted position i, the "

@@ -199,6 +199,25 @@ def load_study_results():
     return module
 
 
+def check_named(test, cases, renderers, restore):
+    """Each case (files, where, what) writes `files` (test.write's keywords); then one of the
+    `renderers` must exit with a message holding `where` (the file) and `what` (the problem).
+    `restore()` puts the good files back after each case."""
+    for files, where, what in cases:
+        with test.subTest(files=files):
+            test.write(**files)
+            for render in renderers:
+                try:
+                    render()
+                except SystemExit as e:
+                    test.assertIn(where, str(e.code))
+                    test.assertIn(what, str(e.code))
+                    break
+            else:
+                test.fail("no renderer stopped")
+            restore()
+
+
 # A saved ceiling run worked out by hand: one turn, a decode step of 1 ms, a prefill of 1 ms a
 # token, and a verify pass over d + 1 tokens of c(d) = 1 + d / 2 steps, d = 1..16. The prompt is
 # 1..9 and the reply 1..6 then 100: plain, 8 prefilled tokens (the last prompt token is fed by
@@ -288,19 +307,8 @@ class CeilingTable(unittest.TestCase):
             ({"meta": "{}"}, "meta.json", "date"),
             ({"meta": "[]"}, "meta.json", "not a JSON object"),
         ]
-        for files, where, what in cases:
-            with self.subTest(files=files):
-                self.write(**files)
-                for render in (self.sr.render_ceiling, self.sr.render_ceiling_meta):
-                    try:
-                        render()
-                    except SystemExit as e:
-                        self.assertIn(where, str(e.code))
-                        self.assertIn(what, str(e.code))
-                        break
-                else:
-                    self.fail("neither renderer stopped")
-                self.write(**{k: None for k in ("tokens", "cost", "meta", "speed")})
+        check_named(self, cases, (self.sr.render_ceiling, self.sr.render_ceiling_meta),
+                    lambda: self.write(**{k: None for k in ("tokens", "cost", "meta", "speed")}))
 
 
 # A saved speed table and its meta, for the main results renderers.
@@ -361,20 +369,8 @@ class ResultsTables(unittest.TestCase):
              "meta.json", "machine"),
             ({"meta": json.dumps(dict(RESULTS_META, minutes="soon"))}, "meta.json", "soon"),
         ]
-        for files, where, what in cases:
-            with self.subTest(files=files):
-                self.write(**files)
-                for render in (lambda: self.sr.render_speed(self.data), self.sr.render_al,
-                               lambda: self.sr.render_meta(self.data)):
-                    try:
-                        render()
-                    except SystemExit as e:
-                        self.assertIn(where, str(e.code))
-                        self.assertIn(what, str(e.code))
-                        break
-                else:
-                    self.fail("no renderer stopped")
-                self.write()
+        check_named(self, cases, (lambda: self.sr.render_speed(self.data), self.sr.render_al,
+                                  lambda: self.sr.render_meta(self.data)), self.write)
 
 
 class RoundTripText(unittest.TestCase):
