@@ -118,6 +118,8 @@ struct MyDrafterOptions {
 // as you see fit, wrapped in a ChatDrafter. Never returns null. The tests require it to
 //  - be lossless (it is, if it keeps the Drafter contract);
 //  - stop its drafts at options.stop_tokens (pass them on to the ChatDrafter's config);
+//  - draft as far as the loop's k when the copy goes that far: set the ChatDrafter's k_max to
+//    options.k (the config's default, 8, would cap every draft when the loop asks for more);
 //  - copy from the prompt: given a prompt that holds an earlier answer, and a context that
 //    repeats the start of it, it drafts the answer's next tokens (begin() indexes the prompt);
 //  - reach the acceptance length stated in tests/lab07/test_model.cpp on the code-editing

@@ -76,11 +76,21 @@ Tokens iota_tokens(int from, int count) {
 // turns end with `eot`: the second reply is copying the first answer, 100..120, and has reached
 // 114. Copying on would run through `eot` into the next "<|im_start|>user" block. Checks that
 // make_my_drafter(o) (o.k is set to 8 here) continues the copy and drafts nothing after `eot`.
-void check_copy_stops_at_end_of_turn(Token eot, MyDrafterOptions o) {
-  const Tokens answer = iota_tokens(100, 21);
+Tokens two_turn_prompt(Token eot, const Tokens& answer) {
   Tokens prompt = {1, 9, 198, 50, 51, 52, eot, 198, 1, 9, 198};
   prompt.insert(prompt.end(), answer.begin(), answer.end());
   for (Token t : {eot, 198, 1, 9, 198, 60, 61, 62, 63, eot, 198, 1, 9, 198}) prompt.push_back(t);
+  return prompt;
+}
+
+// What a failing make_my_drafter case prints when an earlier lab's TODO is what threw (a
+// std::string: doctest prints a `const char*` as an address).
+const std::string kEarlierLabNote =
+    "(a TODO(labNN) thrown here comes from an earlier lab your drafter uses: finish it first)";
+
+void check_copy_stops_at_end_of_turn(Token eot, MyDrafterOptions o) {
+  const Tokens answer = iota_tokens(100, 21);
+  const Tokens prompt = two_turn_prompt(eot, answer);
   o.k = 8;
   std::unique_ptr<Drafter> d = make_my_drafter(o);
   REQUIRE(d != nullptr);
@@ -89,7 +99,7 @@ void check_copy_stops_at_end_of_turn(Token eot, MyDrafterOptions o) {
       chat ? doctest::toString(chat->config().stop_tokens).c_str() : "(not a ChatDrafter)";
   INFO("make_my_drafter was given stop tokens ", o.stop_tokens, ", its ChatDrafter's config has ",
        config_stops, ": make_my_drafter passes them on, propose cuts at config().stop_tokens");
-  INFO("(a TODO(labNN) thrown here comes from an earlier lab your drafter uses: finish it first)");
+  INFO(kEarlierLabNote);
   d->begin(prompt);
   Tokens context = prompt;
   context.insert(context.end(), answer.begin(), answer.begin() + 15);
@@ -208,6 +218,32 @@ TEST_SUITE("lab07 / How far to draft") {
     CHECK_THROWS_AS(c.observe(0, 1), std::invalid_argument);
     CHECK_THROWS_AS(c.observe(0, -1), std::invalid_argument);
     CHECK(c.next_k() == 8);
+  }
+}
+
+TEST_SUITE("lab07 / How far to draft") {
+  TEST_CASE("your drafter drafts as far as the k it is given") {
+    // The copy of check_copy_stops_at_end_of_turn with a longer answer (100..139) and o.k = 12,
+    // more than ChatDrafterConfig's default k_max of 8: the 15 tokens copied so far are an
+    // unambiguous match, and the next 12 tokens of the answer are what a copy drafter proposes.
+    const Tokens answer = iota_tokens(100, 40);
+    const Tokens prompt = two_turn_prompt(2, answer);
+    MyDrafterOptions o;
+    o.k = 12;
+    std::unique_ptr<Drafter> d = make_my_drafter(o);
+    REQUIRE(d != nullptr);
+    INFO(kEarlierLabNote);
+    d->begin(prompt);
+    Tokens context = prompt;
+    context.insert(context.end(), answer.begin(), answer.begin() + 15);
+    const Tokens drafts = d->propose(context, 12);
+    INFO("drafts: ", drafts);
+    const auto* chat = dynamic_cast<const ChatDrafter*>(d.get());
+    const std::string k_max =
+        chat ? std::to_string(chat->config().k_max) : std::string("(not a ChatDrafter)");
+    INFO("make_my_drafter was given k = 12, its ChatDrafter's config has k_max = ", k_max,
+         ": a k_max below options.k caps every draft below the loop's k (set k_max = options.k)");
+    CHECK(drafts == iota_tokens(115, 12));
   }
 }
 
