@@ -1181,6 +1181,9 @@ class Bench(unittest.TestCase):
                                    "--csv", str(csv), "--json", str(js))
             self.assertEqual(rc, 0, err)
             self.assertNotIn("ETA", err)  # no progress bar when stderr is not a terminal
+            # The header line counts prompts apart from drafter settings ("1 cases" read as one
+            # prompt): 3 toy workloads of 3 conversations, 2 drafters x 2 values of k.
+            self.assertIn("3 workloads (9 conversations) x 4 drafter settings x 2 repeats", err)
             self.assertIn("speedup", out)
             rows = csv.read_text().splitlines()
             self.assertEqual(len(rows), 1 + 3 * 2 * 2)  # workloads x drafters x k

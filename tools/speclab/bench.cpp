@@ -356,9 +356,14 @@ int run_bench(const BenchOptions& o) {
     }
   }
 
-  std::fprintf(stderr, "speclab bench: %s, LAB_IMPL=%s: %zu workloads x %zu cases x %d repeats\n",
+  size_t conversations = 0;
+  for (const auto& w : workloads) conversations += w.items.size();
+  // "cases" are drafter settings (drafter x k x n ...), not prompts: say both.
+  std::fprintf(stderr,
+               "speclab bench: %s, LAB_IMPL=%s: %zu workloads (%zu conversations) x %zu drafter "
+               "settings x %d repeats\n",
                toy ? "toy target" : shared.description.c_str(), lab_impl(), workloads.size(),
-               cases.size(), o.repeats);
+               conversations, cases.size(), o.repeats);
   ProgressBar progress(total_runs, !o.no_progress && isatty(fileno(stderr)) != 0);
   int mismatches = 0;
   std::vector<TurnTokens> turn_tokens;  // --tokens
