@@ -17,6 +17,7 @@ using speclab::probe_scope_text;
 using speclab::RoundTripRange;
 using speclab::cli::BenchMeta;
 using speclab::cli::CaseResult;
+using speclab::cli::median_rate;
 using speclab::cli::median_ratio;
 using speclab::cli::round_trip_line;
 using speclab::cli::write_csv;
@@ -55,6 +56,15 @@ TEST_CASE("median_ratio: the median of the per-repeat ratios, not a ratio of sum
   CHECK(median_ratio({6, 6, 6}, {0, 3, 2}) == doctest::Approx(2.5));  // a zero time is skipped
   CHECK(median_ratio({8, 9}, {4}) == doctest::Approx(2.0));           // the shorter vector rules
   CHECK(median_ratio({}, {}) == 0.0);
+}
+
+TEST_CASE("median_rate: tokens per second as the median of the per-repeat rates") {
+  // Batched mode divided the tokens by repeats x the median seconds: with 2 repeats of 1 s and
+  // 3 s and 10 tokens each, 5 tokens/s, where the main mode's median of 10 and 3.33 is 6.67.
+  CHECK(median_rate(20, {1.0, 3.0}) == doctest::Approx((10.0 + 10.0 / 3.0) / 2));
+  CHECK(median_rate(30, {1.0, 3.0, 2.0}) == doctest::Approx(5.0));  // odd: the median repeat's
+  CHECK(median_rate(10, {}) == 0.0);
+  CHECK(median_rate(10, {0.0}) == 0.0);  // a repeat with no time measured has no rate
 }
 
 TEST_CASE("a case's end-to-end and decode-only speedups are per-repeat medians") {

@@ -40,9 +40,10 @@ struct BatchCaseResult {
   double al() const {
     return runs ? static_cast<double>(emitted) / static_cast<double>(runs) : 0.0;
   }
-  // Tokens per second over the whole batch, in the median repeat.
-  double base_tokens_per_second() const { return rate(base_emitted, base_seconds); }
-  double spec_tokens_per_second() const { return rate(emitted, spec_seconds); }
+  // Tokens per second over the whole batch: the median of the per-repeat rates, as the main
+  // mode's.
+  double base_tokens_per_second() const { return median_rate(base_emitted, base_seconds); }
+  double spec_tokens_per_second() const { return median_rate(emitted, spec_seconds); }
   double speedup() const { return median_ratio(base_seconds, spec_seconds); }
   double decode_speedup() const { return median_ratio(base_decode, spec_decode); }
   double step_cost() const { return run_cost(base_decode, base_steps, spec_decode, spec_steps); }
@@ -50,13 +51,6 @@ struct BatchCaseResult {
   double draft_us_per_token() const {
     const double total = std::accumulate(draft_seconds.begin(), draft_seconds.end(), 0.0);
     return emitted ? 1e6 * total / static_cast<double>(emitted) : 0.0;
-  }
-
- private:
-  // `tokens` is summed over the repeats, `seconds` has one entry per repeat.
-  static double rate(std::int64_t tokens, const std::vector<double>& seconds) {
-    const double reps = static_cast<double>(seconds.size());
-    return static_cast<double>(tokens) / std::max(1e-9, reps * median(seconds));
   }
 };
 

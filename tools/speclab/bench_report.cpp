@@ -8,12 +8,6 @@
 namespace speclab::cli {
 namespace {
 
-std::vector<double> per_repeat_rate(double tokens_per_repeat, const std::vector<double>& seconds) {
-  std::vector<double> rates;
-  for (double s : seconds) rates.push_back(s > 0 ? tokens_per_repeat / s : 0.0);
-  return rates;
-}
-
 // accepted_at[i] / drafted_at[i] for every drafted position, as "0.91 0.80 ...".
 std::string acceptance_by_position(const SpecStats& s, const char* sep, int digits) {
   std::string out;
@@ -65,14 +59,20 @@ double median_ratio(const std::vector<double>& num, const std::vector<double>& d
 
 double CaseResult::speedup_median() const { return median_ratio(base_seconds, spec_seconds); }
 
+double median_rate(std::int64_t tokens, const std::vector<double>& seconds) {
+  if (seconds.empty()) return 0.0;
+  const double per_repeat = static_cast<double>(tokens) / static_cast<double>(seconds.size());
+  std::vector<double> rates;
+  for (double s : seconds) rates.push_back(s > 0 ? per_repeat / s : 0.0);
+  return median(rates);
+}
+
 double CaseResult::base_tokens_per_second() const {
-  const double repeats = static_cast<double>(std::max<size_t>(1, base_seconds.size()));
-  return median(per_repeat_rate(static_cast<double>(base.emitted) / repeats, base_seconds));
+  return median_rate(base.emitted, base_seconds);
 }
 
 double CaseResult::spec_tokens_per_second() const {
-  const double repeats = static_cast<double>(std::max<size_t>(1, spec_seconds.size()));
-  return median(per_repeat_rate(static_cast<double>(spec.emitted) / repeats, spec_seconds));
+  return median_rate(spec.emitted, spec_seconds);
 }
 
 double CaseResult::draft_us_per_token() const {

@@ -93,6 +93,10 @@ double median(std::vector<double> values);
 // shorter vector; 0 for none. A ratio formed within each repeat and then its median: one slow
 // spell of a shared machine moves one ratio, not the result.
 double median_ratio(const std::vector<double>& num, const std::vector<double>& den);
+// Tokens per second over repeats that took seconds[i] each and emitted `tokens` in all (the
+// same number in each): the median of the per-repeat rates, a repeat with no time counting as
+// 0; 0 for no repeats. Both bench modes report their tok/s so.
+double median_rate(std::int64_t tokens, const std::vector<double>& seconds);
 
 // The median over repeats i of (spec_decode[i] / spec_runs[i]) / (base_decode[i] /
 // base_runs[i]): a speculative round's time in plain decode steps (CaseResult::run_cost; for
