@@ -74,15 +74,17 @@ int choose_k(const CostCurve& curve, int batch, std::span<const double> alpha, i
 // verification with the target's probability of it.) temperature == 0 means greedy: p_j is 1
 // when d_j is the row's argmax and 0 otherwise.
 // The expected tokens of the round are 1 + sum(reach).
-// Throws std::invalid_argument when logits.rows() != drafts.size() + 1, temperature < 0, or any
-// draft id is outside [0, logits.vocab()), also one after a draft that cannot be accepted.
+// Throws std::invalid_argument when logits.rows() != drafts.size() + 1, temperature is negative
+// or not finite (NaN, infinity), or any draft id is outside [0, logits.vocab()), also one after
+// a draft that cannot be accepted.
 std::vector<double> replay_reach(std::span<const Token> drafts, const Logits& logits,
                                  double temperature);
 // --8<-- [end:replay_reach]
 
 // ---- glue: given, built on the functions above (not part of the exercise) ----
 
-// α_i = a for every i: the geometric special case, E = (1 - a^(k+1)) / (1 - a).
+// α_i = a for every i: the geometric special case, E = (1 - a^(k+1)) / (1 - a) for a < 1, and
+// k + 1 at a = 1 (the formula's 0/0; expected_tokens_per_run needs no special case).
 inline std::vector<double> geometric_profile(double a, int k) {
   return std::vector<double>(static_cast<size_t>(k < 0 ? 0 : k), a);
 }

@@ -82,7 +82,10 @@ std::vector<double> replay_reach(std::span<const Token> drafts, const Logits& lo
         "replay_reach: need drafts.size() + 1 = " + std::to_string(drafts.size() + 1) +
         " logits rows, got " + std::to_string(logits.rows()));
   }
-  if (!(temperature >= 0.0)) throw std::invalid_argument("replay_reach: temperature must be >= 0");
+  if (!(temperature >= 0.0) || !std::isfinite(temperature)) {  // NaN fails every comparison
+    throw std::invalid_argument("replay_reach: temperature must be finite and >= 0, got " +
+                                std::to_string(temperature));
+  }
   std::vector<double> reach;
   reach.reserve(drafts.size());
   double all_accepted = 1.0;

@@ -176,7 +176,7 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
     CHECK(replay.expected_tokens_per_run() == doctest::Approx(2.0));
   }
 
-  TEST_CASE("wrong row count or a negative temperature is rejected") {
+  TEST_CASE("wrong row count or a temperature that is negative or not finite is rejected") {
     const Logits l = speclab::testing::logits_with_argmax({1, 2});
     CHECK_THROWS_AS(replay_reach(V{1, 2}, l, 0.0), std::invalid_argument);  // too few rows
     CHECK_THROWS_AS(replay_reach(V{}, l, 0.0), std::invalid_argument);      // too many
@@ -184,6 +184,15 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
     INFO("a negative temperature with no drafts: nothing to compute, still an error");
     CHECK_THROWS_AS(replay_reach(V{}, speclab::testing::logits_with_argmax({1}), -1.0),
                     std::invalid_argument);
+    // NaN fails every comparison, so a check written as `temperature < 0` lets it through, and
+    // softmax at an infinite temperature is no distribution: neither is a temperature, with
+    // drafts or without.
+    for (const double bad : {std::nan(""), static_cast<double>(INFINITY)}) {
+      INFO("temperature ", bad);
+      CHECK_THROWS_AS(replay_reach(V{1}, l, bad), std::invalid_argument);
+      CHECK_THROWS_AS(replay_reach(V{}, speclab::testing::logits_with_argmax({1}), bad),
+                      std::invalid_argument);
+    }
   }
 
   TEST_CASE("a draft id outside the vocabulary is rejected") {
