@@ -867,6 +867,23 @@ class BadInput(unittest.TestCase):
                                          "--csv", "", "--json", ""],
                                         f"{workload}:{line}: a line of more than 16 MiB")
 
+    def test_a_workload_field_given_twice_is_refused(self):
+        # JSON allows a key twice and the parser kept the last value: a line with "turns" twice
+        # lost its first turns without a word, which the refusal of unknown fields is there to
+        # prevent. A "note" that is not a string was taken too, though the format says string.
+        with tempfile.TemporaryDirectory() as tmp:
+            model = Path(tmp, "m.gguf")  # read after the workloads: never reached
+            model.write_bytes(b"not a model")
+            for line, needle in (
+                    ('{"id": "a", "turns": ["q1", "q2"], "turns": ["q3"]}',
+                     'the field "turns" appears twice'),
+                    ('{"id": "a", "id": "b", "turns": ["q"]}', 'the field "id" appears twice'),
+                    ('{"id": "a", "turns": ["q"], "note": 5}', '"note" must be a string')):
+                path = Path(tmp, "w.jsonl")
+                path.write_text('{"id": "ok", "turns": ["fine"], "note": "x"}\n' + line + "\n")
+                self.assert_refused(["bench", "--model", str(model), "--workload", str(path),
+                                     "--csv", "", "--json", ""], f"{path}:2: ", needle)
+
     def test_bad_lab_impl(self):
         rc, _, err = speclab("--help", env={"LAB_IMPL": "solutions"})
         self.assertEqual(rc, 2)

@@ -33,8 +33,20 @@ Workload load_workload(const std::string& path) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     require_utf8(line, where(path, number) + "this line");
     nlohmann::json j;
+    // JSON lets a key appear twice, and the parser keeps the last value: "turns" given twice
+    // would drop the first turns without a word. Each key of the line's object is noted here.
+    std::set<std::string> keys;
+    std::string repeated;
+    const auto note_key = [&](int depth, nlohmann::json::parse_event_t event,
+                              nlohmann::json& parsed) {
+      if (event == nlohmann::json::parse_event_t::key && depth == 1 && repeated.empty() &&
+          !keys.insert(parsed.get<std::string>()).second) {
+        repeated = parsed.get<std::string>();
+      }
+      return true;
+    };
     try {
-      j = nlohmann::json::parse(line);
+      j = nlohmann::json::parse(line, note_key);
     } catch (const nlohmann::json::exception& e) {
       // what() opens with the library's exception id, "[json.exception.parse_error.101] ":
       // the user needs only what follows.
@@ -43,6 +55,10 @@ Workload load_workload(const std::string& path) {
       throw UsageError(where(path, number) + "not valid JSON: " + why);
     }
     if (!j.is_object()) throw UsageError(where(path, number) + "each line must be a JSON object");
+    if (!repeated.empty()) {
+      throw UsageError(where(path, number) + "the field \"" + repeated +
+                       "\" appears twice: give each field once");
+    }
     Conversation c;
     if (!j.contains("id") || !j["id"].is_string() || j["id"].get<std::string>().empty()) {
       throw UsageError(where(path, number) + "\"id\" must be a non-empty string");
@@ -65,6 +81,9 @@ Workload load_workload(const std::string& path) {
         throw UsageError(where(path, number) + "every turn must be a non-empty string");
       }
       c.turns.push_back(t.get<std::string>());
+    }
+    if (j.contains("note") && !j["note"].is_string()) {
+      throw UsageError(where(path, number) + "\"note\" must be a string");
     }
     for (const auto& [key, value] : j.items()) {
       if (key != "id" && key != "system" && key != "turns" && key != "note") {
