@@ -353,6 +353,40 @@ class BadInput(unittest.TestCase):
             self.assertEqual(rc, 0, err)
             self.assertTrue(out)
 
+    def test_an_unknown_option_of_a_subcommand_is_named(self):
+        # CLI11 said "The following arguments were not expected: 5 --K": the words backwards,
+        # and never that --K is not an option of generate.
+        for args, needles in (
+                (["generate", "--K", "5"], ["unknown option '--K' for speclab generate",
+                                            "did you mean --k?"]),
+                (["generate", "--max_new_tokens=5"],
+                 ["unknown option '--max_new_tokens' for speclab generate",
+                  "did you mean --max-new-tokens?"]),
+                (["chat", "--prompt", "hi"], ["unknown option '--prompt' for speclab chat",
+                                              "speclab chat --help lists its options"]),
+                (["bench", "--bogus"], ["unknown option '--bogus' for speclab bench"]),
+                (["generate", "--max-new-tokens", "4", "foo", "bar"],
+                 ["unexpected argument 'foo': speclab generate takes options only"]),
+                (["generate", "--", "--k", "5"],  # after "--" every word is an argument
+                 ["unexpected argument '--k': speclab generate takes options only"])):
+            err = self.assert_refused(args, *needles)
+            self.assertNotIn("not expected", err)
+
+    def test_an_option_given_twice_is_named(self):
+        # CLI11 said "--k: At Most 1 required but received 2".
+        for args, needle in ((["generate", "--k", "1", "--k", "2"], "--k is given 2 times"),
+                             (["trace", "--out", "a", "--out", "b", "--out", "c"],
+                              "--out is given 3 times"),
+                             (["bench", "--csv", "a.csv", "--csv", "b.csv"],
+                              "--csv is given 2 times")):
+            err = self.assert_refused(args, needle, "give it once")
+            self.assertNotIn("At Most", err)
+        # A list flag may still be given more than once.
+        rc, _, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic", "--workload",
+                             "toy-markov", "--prompts", "1", "--repeats", "1", "--drafter", "sa",
+                             "--max-new-tokens", "4", "--csv", "", "--json", "", "--no-progress")
+        self.assertEqual(rc, 0, err)
+
     def test_a_nul_byte_in_the_input_is_shown_not_cut_short(self):
         # The message was printed as a C string: it stopped at the NUL, before "is not one".
         with tempfile.TemporaryDirectory() as tmp:

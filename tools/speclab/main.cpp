@@ -3,6 +3,7 @@
 // reference solutions) and speclab-starter (the student's starters). build/bin/speclab picks one
 // by LAB_IMPL (launcher.cpp).
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,57 @@
 
 #include "commands.h"
 #include "factory.h"
+
+namespace {
+
+// The option of `sub` that `name` misspells by case or by '_' for '-', or nullptr.
+const CLI::Option* near_option(const CLI::App& sub, std::string name) {
+  // "--max_new_tokens", "--K": the same name with '-' for '_' and in lower case.
+  for (char& c : name) c = c == '_' ? '-' : static_cast<char>(std::tolower(c));
+  return sub.get_option_no_throw(name);
+}
+
+// What to say for a CLI11 parse error whose own message does not name the problem, or "" to let
+// CLI11 say it. An option the subcommand does not take: CLI11 listed the words it had not used
+// backwards ("The following arguments were not expected: 5 --K") and never said "unknown
+// option". An option given twice: "--k: At Most 1 required but received 2".
+std::string plainer_parse_error(const CLI::App& app, const CLI::ParseError& e) {
+  const std::vector<CLI::App*> subs = app.get_subcommands();
+  const CLI::App* sub = subs.empty() ? nullptr : subs.front();
+  const std::string command = sub ? "speclab " + sub->get_name() : std::string("speclab");
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    const std::vector<std::string> extra = app.remaining(true);  // in the order given
+    if (extra.empty()) return {};
+    const std::string& word = extra.front();
+    const std::string name = word.substr(0, word.find('='));
+    // An option's own name is left over only after "--", where every word is an argument.
+    const bool an_option = sub != nullptr && sub->get_option_no_throw(name) != nullptr;
+    if (word.size() > 1 && word[0] == '-' && !an_option) {
+      std::string hint;
+      const CLI::Option* near = sub ? near_option(*sub, name) : nullptr;
+      if (near != nullptr && !near->get_name().empty()) {
+        hint = "; did you mean " + near->get_name() + "?";
+      }
+      return "unknown option '" + name + "' for " + command + hint + " (" + command +
+             " --help lists its options)";
+    }
+    return "unexpected argument '" + word + "': " + command +
+           " takes options only, each with its value (" + command +
+           " --help lists them; quote a value that holds spaces)";
+  }
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
+    const std::string what = e.what();
+    const std::string at_most = ": At Most 1 required but received ";
+    const size_t at = what.find(at_most);
+    if (at != std::string::npos && at > 0) {
+      return what.substr(0, at) + " is given " + what.substr(at + at_most.size()) +
+             " times; give it once";
+    }
+  }
+  return {};
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace speclab::cli;
@@ -99,6 +151,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::RuntimeError& e) {  // a subcommand's own failure (bench: outputs differ)
     return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
+    if (const std::string plainer = plainer_parse_error(app, e); !plainer.empty()) {
+      std::fprintf(stderr, "speclab: error: %s\nRun with --help for more information.\n",
+                   plainer.c_str());
+      return 2;
+    }
     // app.exit prints --help or --version (status 0), or the error and a pointer to --help.
     // Every parse error is bad input, so it exits 2 like a UsageError (not CLI11's own codes).
     if (app.exit(e) != 0) return 2;
