@@ -719,6 +719,27 @@ class Reports(unittest.TestCase):
                 self.assertNotRegex(out, r"\b(4|10)\b")  # hidden points, or the lab's total
                 self.assertIn("Note: a note", out)
 
+    def test_points_with_more_than_two_decimals_add_up_in_every_report(self):
+        # Points "may have decimals": eight cases of 0.125 (1 point in eighths) were each
+        # reported as 0.12, beside a top-level score of 1, which Gradescope's sum of the tests
+        # (0.96) contradicts; 0.333 three times gave 0.33 each and a total of 1.
+        for pts, n in ((0.125, 8), (0.333, 3), (0.1, 10)):
+            with self.subTest(points=pts):
+                ts = [runner.TestResult("lab01", f"case {i}", "lab01 / A", False, pts, pts,
+                                        "passed", "passed", "", 0.1) for i in range(n)]
+                g = reports.Grade("alice", "/x/alice.zip",
+                                  [reports.LabGrade(LAB, "ok", tests=ts)], [], None, 1.0, {})
+                gs = reports.gradescope_json(g)
+                self.assertEqual(reports.validate_gradescope(gs), [])
+                self.assertEqual([t["score"] for t in gs["tests"]], [pts] * n)
+                self.assertAlmostEqual(gs["score"], pts * n, places=9)
+                data = reports.grade_json(g)
+                self.assertEqual([t["max_score"] for t in data["labs"][0]["tests"]], [pts] * n)
+                self.assertIn(f"{reports.num(pts)} / {reports.num(pts)}", reports.table(g))
+        self.assertEqual((reports.num(0.1 * 3), reports.num(0.1 * 10), reports.num(2.0)),
+                         (0.3, 1, 2))
+        self.assertIsInstance(reports.num(0.1 * 10), int)
+
     def test_the_validator_catches_what_gradescope_would_reject(self):
         good = reports.gradescope_json(sample_grade())
         for mutate, message in (

@@ -62,8 +62,12 @@ class Grade:
 
 
 def num(x):
-    """2.0 -> 2, 2.5 -> 2.5: points as people write them."""
-    return int(x) if float(x).is_integer() else round(x, 2)
+    """2.0 -> 2, 2.5 -> 2.5, 0.125 -> 0.125: points as people write them. Rounded to 6 decimals,
+    which only drops the error of adding floats (0.1 * 3): rounding to fewer would report a case
+    of 0.125 points as 0.12 beside a total that counts it as 0.125, and the tests of
+    results.json would not add up to its score."""
+    x = round(float(x), 6)
+    return int(x) if x.is_integer() else x
 
 
 def test_title(t):
