@@ -1181,6 +1181,24 @@ class BuildTimeoutCheck(TempDir):
         with open(os.path.join(out, "summary.csv"), encoding="utf-8") as f:
             self.assertIn("error", f.read())
 
+    def test_a_lone_submission_this_run_cannot_read_keeps_no_reports_of_an_earlier_run(self):
+        # The same as above with one submission: the run stopped with an error, and out/ kept
+        # the earlier run's grade.json and results.json, whose score an upload would take.
+        bob = self.write("bob.zip", "PK\x03\x04 cut short")
+        out = os.path.join(self.tmp, "out")
+        old = [self.write(f"out/{name}", "earlier run\n") for name in reports.REPORT_FILES]
+        mine = self.write("out/notes.txt", "mine\n")
+        err = io.StringIO()
+        with mock.patch.object(cli, "Workspace", TimedWorkspace(0.01)), \
+                mock.patch.object(cli.runner, "run_cases", passing_cases), \
+                contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = cli.main([bob, "--lab", "lab01", "--work", os.path.join(self.tmp, "w"),
+                           "--out", out])
+        self.assertEqual(rc, 1)
+        self.assertIn("is neither a folder nor a zip file", err.getvalue())
+        self.assertEqual([p for p in old if os.path.exists(p)], [])
+        self.assertTrue(os.path.isfile(mine))
+
     def test_the_help_says_so(self):
         text = " ".join(cli.parser().format_help().split())
         self.assertIn("the reference solution is built in a submission's place, and grading "

@@ -576,13 +576,18 @@ def grade(args):
         # Every submission is read, and every lab one of them will be graded on is set up and
         # checked against its reference, before anyone is graded: a lab that cannot be graded
         # stops the run before it has graded some of the class and not the rest.
+        def report_dir(name):
+            return os.path.join(out_root, name) if (several or not args.out) else out_root
+
         def not_graded(path, name, e):
-            """A submission that cannot be graded: alone, the run's error; in a class, a row."""
+            """A submission that cannot be graded: alone, the run's error; in a class, a row.
+            Either way the reports an earlier run left for it go, so that no old score stands
+            beside this run's error."""
+            remove_reports(report_dir(name))
             if not several:
                 raise e
             errors[name] = (printable(os.path.abspath(path)), printable(str(e)))
             log(f"grade: {name}: NOT GRADED: {e}")
-            remove_reports(os.path.join(out_root, name))
 
         loaded = []
         for path, name in zip(args.submissions, names):
@@ -604,7 +609,7 @@ def grade(args):
                 not_graded(path, name, e)
                 continue
             check_checkout(ws, g)
-            out_dir = os.path.join(out_root, name) if (several or not args.out) else out_root
+            out_dir = report_dir(name)
             reports.write_all(g, out_dir)
             grades.append(g)
             print(reports.table(g, verbose=not (several or args.brief)), flush=True)
