@@ -951,6 +951,19 @@ class GradeOneSubmission(unittest.TestCase):
                          ("compile_error", "starter.cpp:1: error: expected ';'"))
         self.assertEqual([t.status for t in lg.tests], ["compile_error"])
 
+    def test_compiler_output_reaches_the_terminal_without_escape_sequences(self):
+        # g++ quotes the offending source line as it is: a student's file with an escape
+        # sequence in a string on an error line (clear the screen, change the colour) wrote it
+        # raw into the instructor's terminal through the table, as case output never does.
+        esc = "starter.cpp:1:18: error: invalid conversion\n    1 | return \"\x1b[2J\x1b[31mX\";"
+        for builds in ([(False, esc)], [(True, esc), (False, esc)]):
+            with self.subTest(public_ok=builds[0][0]):
+                _, g = self.grade(builds)
+                lg = g.labs[0]
+                for text in (lg.build_output, lg.hidden_build_output or "", reports.table(g)):
+                    self.assertNotIn("\x1b", text)
+                self.assertIn("\\x1b[2J", reports.table(g))
+
     def test_a_build_stopped_at_the_build_timeout_says_so_first_and_asks_for_a_check(self):
         # A lab file whose compile ran past --build-timeout (a constexpr loop, or a busy machine)
         # read "did not compile" and "not run: the lab did not compile" everywhere, with the one

@@ -322,7 +322,8 @@ def grade_submission(ws, sub, lab_names, setups, args):
         # visible build entry) must come from a build that never touched the hidden tests.
         public_target, *hidden_targets = ws.targets(lab, "starter")
         ok, out = ws.build_targets([public_target], args.build_timeout)
-        lg.build_output = ws.clean_build_output(out)
+        # printable: the compiler quotes the student's source lines as they are, escapes too.
+        lg.build_output = printable(ws.clean_build_output(out))
         if not ok:
             lg.build_status = "compile_error"
             why = runner.STATUSES["compile_error"]
@@ -354,7 +355,7 @@ def grade_submission(ws, sub, lab_names, setups, args):
             # can fail here (a function only the hidden tests call, say).
             hidden_ok, out = ws.build_targets(hidden_targets, args.build_timeout)
             if not hidden_ok:
-                lg.hidden_build_output = ws.clean_build_output(out)
+                lg.hidden_build_output = printable(ws.clean_build_output(out))
         log(f"grade: {sub.name}: running {lab.name}'s "
             f"{len(s.cases) + len(s.hidden_cases)} cases")
         common = dict(timeout=s.timeout, mem_mb=s.mem_mb, jobs=args.jobs,
