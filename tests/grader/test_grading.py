@@ -824,6 +824,9 @@ class QuietWorkspace:
     def checkout_changes(self):
         return []
 
+    def wrote_reports(self, paths):
+        self.reports = getattr(self, "reports", []) + list(paths)
+
 
 class FakeWorkspace(QuietWorkspace):
     """Stands in for workspace.Workspace in grade_submission: each build_targets call pops the
@@ -1090,9 +1093,9 @@ class BuildTimeoutCheck(TempDir):
 
     STUDENT = b"// alice's lab01\n"
 
-    def run_grade(self, seconds, *flags):
+    def run_grade(self, seconds, *flags, workspace=False):
         """cli.main on one lab01 submission with builds that take `seconds`: (exit status,
-        stderr, the workspace's events)."""
+        stderr, the workspace's events), and the workspace with workspace=True."""
         sub = os.path.dirname(os.path.dirname(os.path.dirname(
             self.write(f"alice/{EDITABLE}", self.STUDENT))))
         ws = TimedWorkspace(seconds)
@@ -1102,7 +1105,7 @@ class BuildTimeoutCheck(TempDir):
                 contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
             rc = cli.main([sub, "--lab", "lab01", "--work", os.path.join(self.tmp, "work"),
                            "--out", os.path.join(self.tmp, "out"), *flags])
-        return rc, err.getvalue(), ws.events
+        return (rc, err.getvalue(), ws.events) + ((ws,) if workspace else ())
 
     def reference(self):
         with open(os.path.join(REPO, "solutions", LAB.dir, "solution.cpp"), "rb") as f:
@@ -1132,7 +1135,7 @@ class BuildTimeoutCheck(TempDir):
         self.assertIn("did not finish within", msg)
 
     def test_a_build_timeout_with_room_to_spare_grades_the_submission(self):
-        rc, err, events = self.run_grade(0.1, "--build-timeout", "5")
+        rc, err, events, ws = self.run_grade(0.1, "--build-timeout", "5", workspace=True)
         self.assertEqual(rc, 0, err)
         builds = [e for e in events if isinstance(e, tuple)]
         self.assertEqual(builds, [(["lab01_tests_starter"], self.reference()),
@@ -1140,6 +1143,9 @@ class BuildTimeoutCheck(TempDir):
         self.assertRegex(err, r"lab01 reference builds as a submission in [0-9.]+ s "
                               r"\(--build-timeout 5 s\)")
         self.assertTrue(os.path.exists(os.path.join(self.tmp, "out", "grade.json")))
+        # The workspace knows the reports are the run's own writes, not a submission's doing.
+        self.assertEqual(sorted(ws.reports), sorted(os.path.join(self.tmp, "out", name)
+                                                    for name in reports.REPORT_FILES))
 
     def test_no_reference_check_skips_it(self):
         rc, err, events = self.run_grade(0.3, "--build-timeout", "0.5", "--no-reference-check")
@@ -1734,6 +1740,27 @@ class Tampering(TempDir):
         self.assertEqual(self.ws.undo_changes(), [])
         self.assertFalse(os.path.exists(os.path.join(self.ws.src,
                                                      "labs/lab01_prompt_lookup/new.h")))
+
+    def test_the_reports_of_a_class_written_into_the_checkout_are_not_taken_for_tampering(self):
+        # tools/grade a.zip b.zip --out results/, run in the checkout: a's reports, written
+        # into repo/results/a/ after a was graded, were "a change to your checkout" found
+        # after b, so b was flagged CHECK BY HAND for them, and each submission after it for
+        # the one before. The hidden folder, or the checkout itself (--out .), may hold them.
+        for out in ("results", ".", os.path.join("..", "hidden", "reports")):
+            with self.subTest(out=out):
+                out = os.path.join(self.repo, out, "alice")
+                paths = reports.write_all(sample_grade(), out).values()
+                self.ws.wrote_reports(paths)
+                self.assertEqual(self.ws.checkout_changes(), [])
+                # A change the code made beside them is still named.
+                self.write("repo/tests/lab01/points.txt", b"1000 a case\n")
+                self.write("hidden/lab01/test_secret.cpp", b"// everything passes\n")
+                self.assertEqual(self.ws.checkout_changes(),
+                                 [os.path.join(self.hidden, "lab01/test_secret.cpp"),
+                                  os.path.join(self.repo, "tests/lab01/points.txt")])
+                self.write("repo/tests/lab01/points.txt", b"1 a case\n")
+                self.write("hidden/lab01/test_secret.cpp", b"// secret\n")
+                self.ws.checkout_changes()
 
     def test_a_changed_hidden_test_is_named(self):
         self.assertEqual(self.ws.checkout_changes(), [])

@@ -611,7 +611,7 @@ def grade(args):
                 continue
             check_checkout(ws, g)
             out_dir = report_dir(name)
-            reports.write_all(g, out_dir)
+            ws.wrote_reports(reports.write_all(g, out_dir).values())
             grades.append(g)
             print(reports.table(g, verbose=not (several or args.brief)), flush=True)
             print(f"  reports: {out_dir}/{{grade.json,results.json,junit.xml}}\n", flush=True)

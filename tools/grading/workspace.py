@@ -143,6 +143,7 @@ class Workspace:
         self._seen = {}  # the same for the checkout as checkout_changes() last saw it
         self._hidden_seen = {}  # absolute path -> content of each --hidden file, likewise
         self._stamp = None  # st_mtime_ns of WORK/cases-started, written by stamp()
+        self._reports = set()  # the real paths of the reports this run wrote: see wrote_reports
 
     # ---- lifetime ----
     def __enter__(self):
@@ -258,6 +259,12 @@ class Workspace:
             self.configure()
         return sorted(changed)
 
+    def wrote_reports(self, paths):
+        """Notes files the run itself wrote (a submission's reports): wherever they lie (--out
+        results/ in the checkout, say), checkout_changes does not take them for a change that a
+        later submission's code made."""
+        self._reports |= {os.path.realpath(p) for p in paths}
+
     def checkout_changes(self):
         """The files of the checkout (its source files) and of --hidden that were changed, added
         or removed since the last call (the first: since sync()), as absolute paths, sorted, so
@@ -268,8 +275,9 @@ class Workspace:
         for before, now, root in ((self._seen, now_repo, self.repo),
                                   (self._hidden_seen, now_hidden, None)):
             for key in set(before) | set(now):
-                if before.get(key) != now.get(key):
-                    changed.append(os.path.join(root, key) if root else key)
+                path = os.path.join(root, key) if root else key
+                if before.get(key) != now.get(key) and os.path.realpath(path) not in self._reports:
+                    changed.append(path)
         self._seen, self._hidden_seen = now_repo, now_hidden
         return sorted(changed)
 
