@@ -1748,11 +1748,16 @@ class Tampering(TempDir):
         # the one before. The hidden folder, or the checkout itself (--out .), may hold them.
         for out in ("results", ".", os.path.join("..", "hidden", "reports")):
             with self.subTest(out=out):
-                out = os.path.join(self.repo, out, "alice")
+                out = os.path.normpath(os.path.join(self.repo, out, "alice"))
                 paths = reports.write_all(sample_grade(), out).values()
                 self.ws.wrote_reports(paths)
                 self.assertEqual(self.ws.checkout_changes(), [])
-                # A change the code made beside them is still named.
+                # A report a later submission's code changed is named, as is a change beside it.
+                results = os.path.join(out, "results.json")
+                with open(results, "a") as f:
+                    f.write("{}")
+                self.assertEqual(self.ws.checkout_changes(), [results])
+                self.ws.wrote_reports(paths)
                 self.write("repo/tests/lab01/points.txt", b"1000 a case\n")
                 self.write("hidden/lab01/test_secret.cpp", b"// everything passes\n")
                 self.assertEqual(self.ws.checkout_changes(),

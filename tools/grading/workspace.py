@@ -143,7 +143,7 @@ class Workspace:
         self._seen = {}  # the same for the checkout as checkout_changes() last saw it
         self._hidden_seen = {}  # absolute path -> content of each --hidden file, likewise
         self._stamp = None  # st_mtime_ns of WORK/cases-started, written by stamp()
-        self._reports = set()  # the real paths of the reports this run wrote: see wrote_reports
+        self._reports = {}  # real path -> content of each report this run wrote (wrote_reports)
 
     # ---- lifetime ----
     def __enter__(self):
@@ -260,10 +260,12 @@ class Workspace:
         return sorted(changed)
 
     def wrote_reports(self, paths):
-        """Notes files the run itself wrote (a submission's reports): wherever they lie (--out
-        results/ in the checkout, say), checkout_changes does not take them for a change that a
-        later submission's code made."""
-        self._reports |= {os.path.realpath(p) for p in paths}
+        """Notes files the run itself wrote (a submission's reports), as they are now: wherever
+        they lie (--out results/ in the checkout, say), checkout_changes does not take them for a
+        change that a later submission's code made, unless their content changed since."""
+        for path in paths:
+            with open(path, "rb") as f:
+                self._reports[os.path.realpath(path)] = f.read()
 
     def checkout_changes(self):
         """The files of the checkout (its source files) and of --hidden that were changed, added
@@ -275,8 +277,11 @@ class Workspace:
         for before, now, root in ((self._seen, now_repo, self.repo),
                                   (self._hidden_seen, now_hidden, None)):
             for key in set(before) | set(now):
+                if before.get(key) == now.get(key):
+                    continue
                 path = os.path.join(root, key) if root else key
-                if before.get(key) != now.get(key) and os.path.realpath(path) not in self._reports:
+                ours = self._reports.get(os.path.realpath(path))
+                if ours is None or ours != now.get(key):
                     changed.append(path)
         self._seen, self._hidden_seen = now_repo, now_hidden
         return sorted(changed)
