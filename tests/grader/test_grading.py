@@ -173,6 +173,23 @@ class Submissions(TempDir):
         self.assertEqual(s.files, {})
         self.assertTrue(any("symbolic link" in n for n in s.notes))
 
+    def test_a_link_to_a_folder_on_the_path_of_a_labs_file_is_refused_by_name(self):
+        # labs/ (or the lab's folder) as a link to a folder elsewhere read "ignored 1 other
+        # file(s) (only the editable files are graded): labs", beside "NOT SUBMITTED", with no
+        # word of the link, and no note that the lab's file was behind it.
+        real = os.path.dirname(self.write(f"elsewhere/{EDITABLE}", b"int x;"))
+        for link, target in (("labs", os.path.join(self.tmp, "elsewhere", "labs")),
+                             (os.path.dirname(EDITABLE), real)):
+            with self.subTest(link=link):
+                sub = os.path.join(self.tmp, "sub-" + link.replace("/", "-"))
+                os.makedirs(os.path.dirname(os.path.join(sub, link)), exist_ok=True)
+                os.symlink(target, os.path.join(sub, link))
+                s = self.load(sub)
+                self.assertEqual(s.files, {})
+                self.assertIn(f"refused {link}: a symbolic link (to a folder: a lab's file is "
+                              "read only from real folders)", s.notes)
+                self.assertFalse(any("other file" in n for n in s.notes), s.notes)
+
     def test_a_zip_wrapped_in_one_folder_is_found_and_unsafe_entries_are_refused(self):
         path = os.path.join(self.tmp, "alice.zip")
         with zipfile.ZipFile(path, "w") as zf:

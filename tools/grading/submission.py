@@ -212,6 +212,10 @@ def load(path, editable):
             sub.flat_starter = readable(rel, kind)
         elif kind == "unsafe":
             sub.notes.append(f"refused {rel}: an unsafe path")
+        elif kind == "link" and any(e.startswith(rel + "/") for e in editable):
+            # labs/ or a lab's folder as a link: the lab's file behind it is never read.
+            sub.notes.append(f"refused {rel}: a symbolic link (to a folder: a lab's file is "
+                             "read only from real folders)")
         elif _is_test_or_build_file(rel):
             sub.ignored_tests.append(rel)
         else:
