@@ -493,6 +493,18 @@ class BadInput(unittest.TestCase):
                 ([], "A subcommand is required")]:
             self.assert_refused(args, needle)
 
+    def test_an_input_file_that_cannot_be_opened_says_why(self):
+        # A link that points at itself cannot be opened even by root: the message gives the
+        # system's reason, as output files' messages do (it said only "cannot open it").
+        with tempfile.TemporaryDirectory() as tmp:
+            loop = os.path.join(tmp, "loop")
+            os.symlink(loop, loop)
+            self.assert_refused(["generate", "--model", "toy", "--prompt-file", loop],
+                                f"--prompt-file '{loop}': cannot open it for reading (Too many "
+                                "levels of symbolic links)")
+            self.assert_refused(["bench", "--model", "toy", "--workload", loop, "--csv", "",
+                                 "--json", ""], "(Too many levels of symbolic links)")
+
     def test_a_folder_where_a_file_is_expected(self):
         with tempfile.TemporaryDirectory() as tmp:
             self.assert_refused(["generate", "--model", "toy", "--prompt-file", tmp],

@@ -25,8 +25,14 @@ std::ifstream open_input_file(const std::string& path, const std::string& what) 
   if (st.type() == fs::file_type::directory) {
     throw UsageError(named + " is a directory, not a file");
   }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(named + ": cannot open it for reading");
+  if (!in) {
+    // The system's reason where it left one (permission denied, a loop of links), as an output
+    // file's message gives it.
+    throw UsageError(named + ": cannot open it for reading" +
+                     (errno != 0 ? " (" + std::string(std::strerror(errno)) + ")" : ""));
+  }
   return in;
 }
 

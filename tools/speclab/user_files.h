@@ -11,7 +11,7 @@
 namespace speclab::cli {
 
 // Opens `path` for reading, in binary mode. Throws UsageError "<what> '<path>' ..." saying
-// whether it does not exist, is a directory, or cannot be read.
+// whether it does not exist, is a directory, or cannot be read (then with the system's reason).
 std::ifstream open_input_file(const std::string& path, const std::string& what);
 
 // The most bytes a prompt or a chat message may hold: far more than any context holds (SmolLM2's
