@@ -205,6 +205,15 @@ class BadInput(unittest.TestCase):
         self.assert_refused(["generate", "--model", "toy", "--prompt", "5", "--max-new-tokens",
                              "2", "--context", "3", "--n", "3"],
                             "--n 3 is too long for the context: this run holds at most 3 tokens")
+        # An --n nobody gave (its default) says so and how to run anyway: a two-token run was
+        # refused for a flag its user never typed.
+        err = self.assert_refused(["generate", "--model", "toy", "--prompt", "5",
+                                   "--max-new-tokens", "1"],
+                                  "--n 3 (the default) is too long for the context")
+        self.assertIn("give a smaller --n, or --drafter none", err)
+        err = self.assert_refused(["generate", "--model", "toy", "--prompt", "5",
+                                   "--max-new-tokens", "2", "--context", "3", "--n", "3"], "--n 3")
+        self.assertNotIn("(the default)", err)
         # A chat grows turn by turn, and a bench has more than its first prompt: both were held to
         # the first prompt + --max-new-tokens, and refused runs that fit ("at most 3 tokens").
         rc, _, err = speclab("chat", "--model", "toy", "--max-new-tokens", "2", "--n", "5",

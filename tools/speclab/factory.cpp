@@ -417,12 +417,12 @@ void add_drafter_flags(CLI::App& cmd, DrafterOptions& o, std::vector<std::string
     cmd.add_option("--drafter", o.drafter, help)->capture_default_str();
   }
   if (n_list) {
-    add_list_flag(cmd, "--n", *n_list, n_help + " (comma-separated values to sweep)",
-                  int_in(1, 1 << 20, "n-gram size"));
+    o.n_flag = add_list_flag(cmd, "--n", *n_list, n_help + " (comma-separated values to sweep)",
+                             int_in(1, 1 << 20, "n-gram size"));
   } else {
-    cmd.add_option("--n", o.n, n_help)
-        ->check(int_in(1, 1 << 20, "n-gram size"))
-        ->capture_default_str();
+    o.n_flag = cmd.add_option("--n", o.n, n_help)
+                   ->check(int_in(1, 1 << 20, "n-gram size"))
+                   ->capture_default_str();
   }
   // Each option's help starts with the drafters that read it (the catalog's list; auto passes
   // them on to the drafter it steers).
@@ -618,10 +618,13 @@ void check_n_within(const DrafterOptions& o, long long longest, const std::strin
   const std::string& name = o.drafter == "auto" ? o.auto_inner : o.drafter;
   if (!drafter_info(name).uses_n()) return;
   if (o.n >= longest) {
-    throw UsageError("--n " + std::to_string(o.n) +
+    // A default nobody typed is named as such, with the ways to run anyway.
+    const bool defaulted = o.n_flag != nullptr && o.n_flag->count() == 0;
+    throw UsageError("--n " + std::to_string(o.n) + (defaulted ? " (the default)" : "") +
                      " is too long for the context: this run holds at most " +
                      std::to_string(longest) + " tokens (" + why +
-                     "), so an n-gram that long, with a token after it, never fits");
+                     "), so an n-gram that long, with a token after it, never fits" +
+                     (defaulted ? "; give a smaller --n, or --drafter none" : ""));
   }
 }
 

@@ -115,6 +115,9 @@ struct DrafterOptions {
   int sa_threshold = 4;    // sa+ngram: shortest suffix-automaton match trusted over the n-gram
                            // drafter (TensorRT-LLM's default)
   std::string auto_inner = "prompt-lookup";  // auto: the drafter the policy steers
+  // Set by add_drafter_flags: the --n flag, whose count() says whether the command line gave n
+  // (check_n_within's message then does not call it the default). Null: treated as given.
+  const CLI::Option* n_flag = nullptr;
   // Set by the subcommand from the model's codec, not by a flag: the tokens that end a reply.
   // mine (lab 07) never drafts past one of them; empty: none (the toy target).
   std::vector<Token> stop_tokens = {};
@@ -165,7 +168,8 @@ void check_n_fits(const DrafterOptions& options, const Target& target, std::size
 // Throws UsageError when the drafter `options` names reads --n and n >= `longest`, the most
 // tokens the run's context can hold (`why` says what sets that, for the message: "prompt 5 +
 // max-new-tokens 2, model limit 64"): an n-gram that long never occurs with a token after it.
-// A chat grows to the model's limit; a bench conversation to its prompts and replies.
+// A chat grows to the model's limit; a bench conversation to its prompts and replies. The message
+// says "(the default)" when options.n_flag shows that the command line did not give n.
 void check_n_within(const DrafterOptions& options, long long longest, const std::string& why);
 
 // Throws UsageError when `what` (prompt_tokens long) plus max_new_tokens would not fit in the
