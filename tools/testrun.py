@@ -169,6 +169,13 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
             return _out_of_memory(text, case, mem_mb, seconds)
         if name == "SIGXFSZ":
             why = f"it wrote more than {output_mb} MiB of output. Look for a print in a loop."
+        elif "[doctest]" not in text:
+            # doctest prints its header before any case runs: the program died before main, or
+            # at load, where static data past the address-space limit kills it.
+            why = ("it crashed before doctest started: look in code that runs before main (a "
+                   "global object's constructor)" +
+                   (f", or for static data larger than the {mem_mb} MiB memory limit."
+                    if mem_mb and mem_mb > 0 else "."))
         else:
             why = "Look for an out-of-range index or an invalid pointer."
         return CaseRun("crashed", text + f"\nCRASH: '{case}' was killed by {name}: {why}\n",
@@ -178,9 +185,13 @@ def run_case_detail(exe, case, timeout=30.0, mem_mb=2048, env=None, output_mb=25
     if rc == LOADER_FAILED and mem_mb and mem_mb > 0 and "[doctest]" not in text:
         # doctest prints its header before any case runs: this program never got that far. Under
         # an address-space limit of a few MiB the dynamic loader cannot map the C++ libraries.
+        # Without the loader's complaint, code that runs before main may have called exit(127).
+        by_loader = "error while loading shared libraries" in text
         return CaseRun("nostart", text + (
             f"\nERROR: the test program exited with code {rc} before doctest started: its "
-            f"{mem_mb} MiB memory limit may be too small for the program to start.\n"),
+            f"{mem_mb} MiB memory limit may be too small for the program to start" +
+            ("" if by_loader else ", or code that runs before main (a global object's "
+             "constructor) ended the program") + ".\n"),
             seconds=seconds)
     # doctest's own summary is the last one before the marker: code under test may print lines
     # like it, before or after.

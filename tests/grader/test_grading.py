@@ -571,6 +571,14 @@ class CaseRunner(unittest.TestCase):
                 self.assertIn("256 MiB memory limit may be too small for the program to start",
                               summary)
                 self.assertNotIn("exit()", summary)
+                # Without the loader's own complaint, the student's code may as well have ended
+                # the program before main (a global object's constructor calling _exit(127)):
+                # the message names both, where it blamed the limit alone.
+                if body == loader:
+                    self.assertNotIn("before main", summary)
+                else:
+                    self.assertIn("or code that runs before main (a global object's constructor) "
+                                  "ended the program", summary)
         r = testrun.run_case_detail("/bin/true", "case", timeout=20, mem_mb=1)
         self.assertEqual(r.status, "nostart", r.output)
         # Exit code 127 after doctest started, or with no memory limit, is the code's own exit.
@@ -580,6 +588,25 @@ class CaseRunner(unittest.TestCase):
                 r = self.run_fake(body, timeout=20, mem_mb=mem_mb)
                 self.assertEqual(r.status, "exited", r.output)
                 self.assertIn("exit code 127", runner.summarize("exited", r.output, r, "case"))
+
+    def test_a_crash_before_doctest_starts_points_before_main(self):
+        # Static data larger than the memory limit, or a global object's constructor that
+        # dereferences a bad pointer, kill the program before doctest prints its header: the
+        # hint named only "an out-of-range index or an invalid pointer" in the student's cases.
+        crash = "os.kill(os.getpid(), signal.SIGSEGV)"
+        r = self.run_fake(crash, timeout=20, mem_mb=256)
+        self.assertEqual(runner.classify(r), "segfault", r.output)
+        self.assertIn("it crashed before doctest started: look in code that runs before main (a "
+                      "global object's constructor), or for static data larger than the 256 MiB "
+                      "memory limit", r.output)
+        r = self.run_fake(crash, timeout=20, mem_mb=0)
+        self.assertIn("before doctest started", r.output)
+        self.assertNotIn("memory limit", r.output)
+        r = self.run_fake('print("[doctest] run with \\"--help\\" for options", flush=True)\n' +
+                          crash, timeout=20, mem_mb=256)
+        self.assertEqual(runner.classify(r), "segfault", r.output)
+        self.assertNotIn("before doctest started", r.output)
+        self.assertIn("Look for an out-of-range index or an invalid pointer.", r.output)
 
     def test_processes_a_case_leaves_behind_are_killed_even_in_a_session_of_their_own(self):
         # A student's fork() that outlives its case would go on using the CPU while the next
