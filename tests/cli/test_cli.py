@@ -1861,11 +1861,20 @@ class RealModel(unittest.TestCase):
         # closes the reply, then the user's second message.
         with tempfile.TemporaryDirectory() as tmp:
             tokens = Path(tmp) / "t.jsonl"
+            csv_path, json_path = Path(tmp) / "r.csv", Path(tmp) / "r.json"
             rc, out, err = speclab("bench", "--model", "smollm2", "--threads", "2", "--workload",
                                    "two_turn", "--prompts", "1", "--repeats", "1",
                                    "--max-new-tokens", "8", "--drafter", "prompt-lookup",
-                                   "--csv", "", "--json", "", "--tokens", str(tokens))
+                                   "--csv", str(csv_path), "--json", str(json_path),
+                                   "--tokens", str(tokens))
             self.assertEqual(rc, 0, err)
+            # The CSV writes the later turns' AL as it writes every AL (six significant digits,
+            # as the JSON's value rounds to); it had six fixed decimals ("2.000000").
+            import csv
+            row = list(csv.DictReader(io.StringIO(csv_path.read_text())))[0]
+            case = json.loads(json_path.read_text())["cases"][0]
+            for field in ("tokens_per_run", "tokens_per_run_turn2plus"):
+                self.assertEqual(row[field], f"{case[field]:.6g}", field)
             one, two = [json.loads(l) for l in tokens.read_text().splitlines()]
             self.assertEqual((one["workload"], one["turn"], two["turn"]), ("two_turn", 1, 2))
             self.assertEqual(one["id"], two["id"])

@@ -248,10 +248,10 @@ void write_csv(std::ostream& out, const BenchMeta& meta, const std::vector<CaseR
         << c.spec.target_runs << ',' << c.spec.drafted << ',' << c.spec.accepted << ','
         << c.spec.emitted << ',' << c.spec.tokens_per_run() << ',' << c.spec.acceptance_rate()
         << ',' << joined(c.conversation_al()) << ',' << acceptance_by_position(c.spec, ";", 4)
-        << ','
-        << (c.spec_later_turns.target_runs > 0 ? std::to_string(c.spec_later_turns.tokens_per_run())
-                                               : std::string())
-        << ',' << c.draft_us_per_token() << ',' << c.base_tokens_per_second() << ','
+        << ',';
+    // Written as every other AL (six significant digits); empty for a workload of one turn.
+    if (c.spec_later_turns.target_runs > 0) out << c.spec_later_turns.tokens_per_run();
+    out << ',' << c.draft_us_per_token() << ',' << c.base_tokens_per_second() << ','
         << c.spec_tokens_per_second() << ',' << c.speedup_median() << ',' << c.decode_speedup()
         << ',' << base_s << ',' << spec_s << ',' << (c.mismatches == 0 ? "true" : "false") << ','
         << c.spec_later_turns.target_runs << ',' << c.spec_later_turns.emitted << ','
