@@ -1321,6 +1321,16 @@ class Bench(unittest.TestCase):
             self.assertIn("AL range", out)
             header = rows[0].split(",")
             self.assertIn("tokens_per_run_by_conversation", header)
+            # The CSV holds what decode_speedup and run_cost are computed from, as the JSON does
+            # (it had only the whole-run times): per repeat, ';'-separated, 9 significant digits.
+            import csv as csv_module
+            for row in csv_module.DictReader(io.StringIO(csv.read_text())):
+                c = by[(row["workload"], row["drafter"], int(row["k"]))]
+                for field in ("plain_decode_seconds", "spec_decode_seconds"):
+                    self.assertEqual([float(v) for v in row[field].split(";")],
+                                     [float(f"{v:.9g}") for v in c[field]], field)
+                for field in ("plain_target_runs", "spec_target_runs"):
+                    self.assertEqual([int(v) for v in row[field].split(";")], c[field], field)
             self.assertGreater(by[("toy-periodic", "prompt-lookup", 4)]["tokens_per_run"], 2.0)
             self.assertEqual(by[("toy-random", "prompt-lookup", 4)]["tokens_per_run"], 1.0)
 

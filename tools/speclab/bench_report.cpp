@@ -223,7 +223,8 @@ void write_csv(std::ostream& out, const BenchMeta& meta, const std::vector<CaseR
          "plain_tokens_per_s,spec_tokens_per_s,speedup_median,decode_speedup,plain_seconds,"
          "spec_seconds,"
          "identical,target_runs_turn2plus,emitted_turn2plus,run_cost,"
-         "core_round_trip_ns_min,core_round_trip_ns_max\n";
+         "core_round_trip_ns_min,core_round_trip_ns_max,plain_decode_seconds,spec_decode_seconds,"
+         "plain_target_runs,spec_target_runs\n";
 
   for (const CaseResult& c : cases) {
     // Nine significant digits: std::to_string's six decimals wrote a toy run's microseconds as
@@ -240,6 +241,11 @@ void write_csv(std::ostream& out, const BenchMeta& meta, const std::vector<CaseR
     };
     const std::string base_s = joined(c.base_seconds);
     const std::string spec_s = joined(c.spec_seconds);
+    const auto joined_counts = [](const auto& values) {
+      std::string out;
+      for (const auto v : values) out += (out.empty() ? "" : ";") + std::to_string(v);
+      return out;
+    };
     out << csv_field(meta.model) << ',' << meta.lab_impl << ',' << meta.clock << ','
         << meta.temperature << ',' << meta.max_new_tokens << ',' << meta.repeats << ','
         << csv_field(c.workload) << ',' << c.drafter << ',' << csv_field(c.drafter_name) << ','
@@ -255,7 +261,9 @@ void write_csv(std::ostream& out, const BenchMeta& meta, const std::vector<CaseR
         << c.spec_tokens_per_second() << ',' << c.speedup_median() << ',' << c.decode_speedup()
         << ',' << base_s << ',' << spec_s << ',' << (c.mismatches == 0 ? "true" : "false") << ','
         << c.spec_later_turns.target_runs << ',' << c.spec_later_turns.emitted << ','
-        << c.run_cost() << ',' << round_trip_csv(c.round_trip) << '\n';
+        << c.run_cost() << ',' << round_trip_csv(c.round_trip) << ','
+        << joined(c.base_decode_seconds) << ',' << joined(c.spec_decode_seconds) << ','
+        << joined_counts(c.base_runs) << ',' << joined_counts(c.spec_runs) << '\n';
   }
 }
 
