@@ -1705,6 +1705,33 @@ class Library(unittest.TestCase):
 class Demo(unittest.TestCase):
     """speclab demo without the model: the toy target, and a line that says why."""
 
+    DEMO_SCRIPT = ROOT / "tools" / "demo"
+
+    def test_the_readme_demo_refuses_an_unknown_flag_before_setting_up(self):
+        # tools/demo --bogus ran the whole set-up and build (minutes on a fresh machine) before
+        # speclab refused the flag. It refuses at once now; a value that starts with '-' is the
+        # option's, and speclab judges it.
+        for args, needle in ((["--bogus"], "unknown option '--bogus'"),
+                             (["--k", "5", "--Model=toy"], "unknown option '--Model'"),
+                             (["toy"], "unexpected argument 'toy'")):
+            with self.subTest(args=args):
+                p = subprocess.run([str(self.DEMO_SCRIPT), *args], capture_output=True,
+                                   text=True, timeout=20, env={**os.environ, "PATH": "/usr/bin:/bin"})
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(needle, p.stderr)
+                self.assertIn("speclab demo --help", p.stderr)
+                self.assertEqual(p.stdout, "")  # no set-up ran
+
+    def test_the_demo_scripts_list_of_flags_is_speclab_demos(self):
+        # The script's list must follow the subcommand, or it would refuse a real flag.
+        script = self.DEMO_SCRIPT.read_text()
+        m = re.search(r"^DEMO_FLAGS=\((.*)\)$", script, re.M)
+        self.assertIsNotNone(m, "tools/demo has no DEMO_FLAGS=(...) line")
+        rc, out, err = speclab("demo", "--help")
+        self.assertEqual(rc, 0, err)
+        flags = set(re.findall(r"^\s+(?:-\w,)?(--[\w-]+)", out, re.M)) | {"-h"}
+        self.assertEqual(set(m.group(1).split()), flags)
+
     def test_demo_falls_back_to_the_toy_target_and_says_why(self):
         missing = {"SPECLAB_MODEL": "/nonexistent/SmolLM2.gguf"}  # fetch_model fails at once
         rc, out, err = speclab("demo", env=missing)
