@@ -236,6 +236,21 @@ class BadInput(unittest.TestCase):
         self.assert_refused(["generate", "--model", "toy", "--context", "64",
                              "--max-new-tokens", "100"], "does not fit the context",
                             "or raise --context")
+        # The way out names what the user can shorten: the toy target's own prompt is set by
+        # --prompt-len, chat's opening by --system, and a chat with neither has nothing to
+        # shorten ("shorten the prompt" pointed at nothing those runs take).
+        err = self.assert_refused(["trace", "--model", "toy", "--prompt-len", "4096", "--context",
+                                   "100", "--out", "-"], "does not fit the context",
+                                  "(lower --prompt-len, lower --max-new-tokens, or raise --context")
+        self.assertNotIn("shorten the prompt", err)
+        err = self.assert_refused(["chat", "--model", "toy", "--context", "20", "--max-new-tokens",
+                                   "4", "--system", " ".join(["7"] * 30)],
+                                  "does not fit the context", "(shorten the system message, lower "
+                                  "--max-new-tokens, or raise --context", stdin=b"1\n")
+        err = self.assert_refused(["chat", "--model", "toy", "--context", "4", "--max-new-tokens",
+                                   "8"], "does not fit the context",
+                                  "(lower --max-new-tokens, or raise --context", stdin=b"1\n")
+        self.assertNotIn("shorten", err)
 
     def test_unknown_drafter(self):
         for cmd in ("generate", "chat", "bench"):

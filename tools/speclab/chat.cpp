@@ -70,7 +70,7 @@ void run_chat(ChatOptions o) {
   check_fits_context(
       model, history.size() + model.codec->user_turn(model.codec->is_text() ? "x" : "0").size(),
       o.decode.max_new_tokens, "the conversation's opening with a one-character message",
-      /*prompt_given=*/false);
+      o.system.empty() ? "" : "shorten the system message");
   SpecStats first_turn;
   SpecStats later_turns;
   int turn = 0;  // turns answered, or being answered

@@ -110,7 +110,7 @@ bool model_demo(Model& model, const DemoOptions& o) {
   std::vector<Token> prompt = model.codec->system_prompt(c.system);
   const std::vector<Token> user = model.codec->user_turn(c.turns.front());
   prompt.insert(prompt.end(), user.begin(), user.end());
-  check_fits_context(model, prompt.size(), max_new, "the demo's prompt", /*prompt_given=*/false);
+  check_fits_context(model, prompt.size(), max_new, "the demo's prompt", /*shorten=*/"");
   check_demo_n(n, prompt.size(), max_new, "the demo's prompt");
 
   DecodeConfig dc;

@@ -629,7 +629,7 @@ void check_n_within(const DrafterOptions& o, long long longest, const std::strin
 }
 
 void check_fits_context(const Model& model, std::size_t prompt_tokens, int max_new_tokens,
-                        const std::string& what, bool prompt_given) {
+                        const std::string& what, const std::string& shorten) {
   const Target& target = *model.target;
   if (prompt_tokens + static_cast<std::size_t>(max_new_tokens) <=
       static_cast<std::size_t>(target.max_length())) {
@@ -638,11 +638,11 @@ void check_fits_context(const Model& model, std::size_t prompt_tokens, int max_n
   // Raising --context helps only where --context set the context below the model's own limit.
   const std::string way_out =
       target.max_length() < model.context_limit
-          ? " tokens (shorten the prompt, lower --max-new-tokens, or raise --context, up to the "
-            "model's own limit of " +
+          ? " tokens (" + (shorten.empty() ? "" : shorten + ", ") +
+                "lower --max-new-tokens, or raise --context, up to the model's own limit of " +
                 std::to_string(model.context_limit) + ")"
-          : std::string(" tokens, the model's own limit (") +
-                (prompt_given ? "shorten the prompt or " : "") + "lower --max-new-tokens)";
+          : " tokens, the model's own limit (" + (shorten.empty() ? "" : shorten + " or ") +
+                "lower --max-new-tokens)";
   throw UsageError(what + " (" + std::to_string(prompt_tokens) + " tokens) + --max-new-tokens " +
                    std::to_string(max_new_tokens) + " does not fit the context: " + target.name() +
                    " holds at most " + std::to_string(target.max_length()) + way_out);

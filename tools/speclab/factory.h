@@ -175,10 +175,12 @@ void check_n_within(const DrafterOptions& options, long long longest, const std:
 // Throws UsageError when `what` (prompt_tokens long) plus max_new_tokens would not fit in the
 // model's context: better said before the run than as an overflow half-way through it. The
 // message suggests raising --context only when --context set the context below the model's own
-// limit; at that limit it says so. It suggests shortening the prompt unless `prompt_given` is
-// false (demo's prompt is built in).
+// limit; at that limit it says so. `shorten` is the way to a shorter prompt that the message
+// suggests first ("lower --prompt-len"), or "" where the user has none (demo's prompt is built
+// in).
 void check_fits_context(const Model& model, std::size_t prompt_tokens, int max_new_tokens,
-                        const std::string& what = "the prompt", bool prompt_given = true);
+                        const std::string& what = "the prompt",
+                        const std::string& shorten = "shorten the prompt");
 
 // ---- flags that do not apply ----
 

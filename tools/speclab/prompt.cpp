@@ -87,7 +87,9 @@ OnePromptRun prepare_one_prompt_run(TargetOptions target, const DrafterOptions& 
   with_stops.stop_tokens = run.model.codec->stop_tokens();  // `mine` never drafts past them
   run.drafter = make_drafter(with_stops, decode.k);
   // The prompt first: a prompt that does not fit is the problem, whatever --n is.
-  check_fits_context(run.model, run.prompt.size(), decode.max_new_tokens);
+  // Without a prompt of the user's, the toy target made one of --prompt-len tokens.
+  check_fits_context(run.model, run.prompt.size(), decode.max_new_tokens, "the prompt",
+                     prompt.given() ? "shorten the prompt" : "lower --prompt-len");
   if (run.drafter) {
     check_n_fits(drafter, *run.model.target, run.prompt.size(), decode.max_new_tokens);
   }
