@@ -251,6 +251,11 @@ class BadInput(unittest.TestCase):
                                    "8"], "does not fit the context",
                                   "(lower --max-new-tokens, or raise --context", stdin=b"1\n")
         self.assertNotIn("shorten", err)
+        # A later message that outgrows the context: the conversation so far is no prompt.
+        rc, _, err = speclab("chat", "--model", "toy", "--context", "40", "--max-new-tokens", "4",
+                             stdin=b"1 2 3\n" + b"5 " * 40 + b"\n")
+        self.assertIn("turn 2: the conversation so far", err)
+        self.assertIn("(send a shorter message, lower --max-new-tokens, or raise --context", err)
 
     def test_unknown_drafter(self):
         for cmd in ("generate", "chat", "bench"):

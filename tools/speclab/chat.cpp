@@ -94,7 +94,7 @@ void run_chat(ChatOptions o) {
     std::vector<Token> prompt = history;
     prompt.insert(prompt.end(), user.begin(), user.end());
     check_fits_context(model, prompt.size(), o.decode.max_new_tokens,
-                       name + ": the conversation so far");
+                       name + ": the conversation so far", "send a shorter message");
     return prompt;
   };
   std::string line;
