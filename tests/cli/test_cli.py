@@ -1733,7 +1733,8 @@ class Demo(unittest.TestCase):
         # option's, and speclab judges it.
         for args, needle in ((["--bogus"], "unknown option '--bogus'"),
                              (["--k", "5", "--Model=toy"], "unknown option '--Model'"),
-                             (["toy"], "unexpected argument 'toy'")):
+                             (["toy"], "unexpected argument 'toy'"),
+                             (["--k", "5", "--seed"], "--seed needs a value")):
             with self.subTest(args=args):
                 p = subprocess.run([str(self.DEMO_SCRIPT), *args], capture_output=True,
                                    text=True, timeout=20, env={**os.environ, "PATH": "/usr/bin:/bin"})
