@@ -4,7 +4,7 @@
   tools/bench_model.py [--threads 2] [--repeats 5] [--prompt 128] [--decode 32] [--kmax 8]
 
 Runs build/bin/speclab_bench_model (prefill and decode tokens/s, and the cost of a verify pass
-of k+1 tokens relative to one decode step, k = 1..8, all medians). When llama-cpp-python is
+of k+1 tokens relative to one decode step, k = 1..kmax, all medians). When llama-cpp-python is
 importable (tools/oracle/setup_venv, then run this with .venv/bin/python), it also times
 llama.cpp: prefill of the same prompt length, single-token decode steps and verify passes of
 k+1 tokens (timed the same way as ours), medians, and prints the ratios. Benchmarks, not tests: run them on a quiet machine and repeat.
@@ -94,11 +94,17 @@ def llama_cpp_figures(args, model, prompt):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--prompt", type=int, default=128)
-    ap.add_argument("--decode", type=int, default=32)
-    ap.add_argument("--kmax", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=2,
+                    help="threads of both engines (default 2)")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="timed repeats; every figure is a median over them (default 5)")
+    ap.add_argument("--prompt", type=int, default=128,
+                    help="prompt length in tokens: the prefill, and the context the decode "
+                         "steps start from (default 128)")
+    ap.add_argument("--decode", type=int, default=32,
+                    help="decode steps timed per repeat (default 32)")
+    ap.add_argument("--kmax", type=int, default=8,
+                    help="verify passes of k+1 tokens are timed for k = 1..KMAX (default 8)")
     args = ap.parse_args()
     for name in ("threads", "repeats", "prompt", "decode", "kmax"):
         if getattr(args, name) < 1:
