@@ -432,6 +432,35 @@ TEST_SUITE("engine / speculative loop") {
     CHECK(t.length() == 0);
   }
 
+  TEST_CASE("a negative or NaN temperature is rejected up front, in both loops") {
+    // loop.h: both loops require a finite temperature >= 0 and throw before touching the target.
+    for (const double bad : {-1.0, -1e-9, static_cast<double>(NAN)}) {
+      INFO("temperature " << bad);
+      ToyTarget t(ToyTargetConfig{});
+      PromptLookupDrafter d(1);
+      DecodeConfig dc;
+      dc.sampling.temperature = bad;
+      CHECK_THROWS_WITH_AS(run_baseline(t, std::vector<Token>{1, 2}, dc),
+                           doctest::Contains("temperature must be finite and >= 0"),
+                           std::invalid_argument);
+      CHECK_THROWS_WITH_AS(
+          run_speculative(t, d, greedy_verify_rule(), std::vector<Token>{1, 2}, dc),
+          doctest::Contains("temperature must be finite and >= 0"), std::invalid_argument);
+      CHECK(t.length() == 0);
+    }
+  }
+
+  TEST_CASE("run_speculative without a verify rule is refused by name before any work") {
+    // loop.h: "a non-empty `verify` (std::invalid_argument otherwise)"; an empty std::function
+    // would otherwise throw std::bad_function_call from inside the first round.
+    ToyTarget t(ToyTargetConfig{});
+    PromptLookupDrafter d(1);
+    CHECK_THROWS_WITH_AS(
+        run_speculative(t, d, VerifyRule{}, std::vector<Token>{1, 2, 3}, DecodeConfig{}),
+        doctest::Contains("no verify rule"), std::invalid_argument);
+    CHECK(t.length() == 0);
+  }
+
   TEST_CASE("SpecStats: acceptance by position, the rates and the summary's tokens/s") {
     SpecStats s;
     s.record_round(3, 2, 3);  // drafts at positions 0, 1, 2; the first two accepted
