@@ -82,11 +82,12 @@ struct ToyVocab {
   bool eos_as_float = false;                    // eos_token_id written as a float32
   std::function<void(GgufWriter&)> extra_keys;  // more metadata, when set
   std::string pre = "smollm";
+  std::string model = "gpt2";  // tokenizer.ggml.model
 
   std::vector<std::uint8_t> build() const {
     GgufWriter w;
     w.kv_string("general.architecture", "llama");
-    if (with_model) w.kv_string("tokenizer.ggml.model", "gpt2");
+    if (with_model) w.kv_string("tokenizer.ggml.model", model);
     if (with_pre) w.kv_string("tokenizer.ggml.pre", pre);
     if (with_tokens) w.kv_strings("tokenizer.ggml.tokens", tokens);
     w.kv_i32s("tokenizer.ggml.token_type", types);
@@ -132,6 +133,17 @@ TEST_SUITE("tokenizer / loading the vocabulary") {
     v.with_merges = false;
     CHECK_MESSAGE(load_error(v).find("'tokenizer.ggml.merges' is missing") != std::string::npos,
                   load_error(v));
+  }
+
+  TEST_CASE("a tokenizer model other than gpt2 is refused rather than read as byte-level BPE") {
+    // tokenizer.h: from_gguf requires tokenizer.ggml.model = "gpt2". A SentencePiece vocabulary
+    // ("llama") stores its tokens with another convention; encoding it as byte-level BPE would
+    // give ids the model never saw.
+    ToyVocab v;
+    v.model = "llama";
+    CHECK_MESSAGE(
+        load_error(v).find("'tokenizer.ggml.model' = 'llama': only 'gpt2'") != std::string::npos,
+        load_error(v));
   }
 
   TEST_CASE("an unknown pre-tokenizer is refused rather than silently split differently") {
