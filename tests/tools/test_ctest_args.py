@@ -116,6 +116,17 @@ class ToolsTest(unittest.TestCase):
         self.assertFalse([c for c in calls if c.startswith(("cmake", "ctest", "fetch_model"))],
                          calls)
 
+    def test_help_prints_its_usage_without_setting_up_or_building(self):
+        # tools/test --help ran tools/setup (apt-get), tools/fetch_model, the configure and the
+        # whole build, and only then printed ctest's own help.
+        for flag in ("--help", "-h"):
+            with self.subTest(flag=flag):
+                r, calls = self.run_test("-L", "lab01", flag)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn("Usage: tools/test [CTEST OPTIONS]", r.stdout)
+                self.assertIn("ctest --help", r.stdout)
+                self.assertEqual(calls, [])
+
     def test_good_arguments_reach_ctest_unchanged(self):
         r, calls = self.run_test("-L", "lab01", "--rerun-failed")
         self.assertEqual(r.returncode, 0, r.stderr)
