@@ -1743,6 +1743,30 @@ class Demo(unittest.TestCase):
                 self.assertIn("speclab demo --help", p.stderr)
                 self.assertEqual(p.stdout, "")  # no set-up ran
 
+    def test_the_readme_demo_help_prints_its_usage_without_setting_up(self):
+        # tools/demo --help ran tools/setup (apt-get) and the whole build before speclab printed
+        # the subcommand's help. It prints its own usage now, and sets up and builds nothing.
+        with tempfile.TemporaryDirectory(prefix="speclab-demo-help-") as tmp:
+            tree = Path(tmp)
+            (tree / "tools").mkdir()
+            shutil.copy(self.DEMO_SCRIPT, tree / "tools" / "demo")
+            log = tree / "calls.log"
+            bin_dir = tree / "bin"
+            bin_dir.mkdir()
+            for stub in (tree / "tools" / "setup", bin_dir / "cmake"):
+                stub.write_text(f'#!/bin/sh\necho "{stub.name} $*" >> "{log}"\n')
+                stub.chmod(0o755)
+            for args in (["--help"], ["-h"], ["--k", "5", "--help"]):
+                with self.subTest(args=args):
+                    p = subprocess.run([str(tree / "tools" / "demo"), *args], capture_output=True,
+                                       text=True, timeout=20,
+                                       env={**os.environ, "PATH": f"{bin_dir}:/usr/bin:/bin"})
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    self.assertIn("Usage: tools/demo [OPTIONS]", p.stdout)
+                    self.assertIn("--max-new-tokens", p.stdout)
+                    self.assertIn("speclab demo --help", p.stdout)
+                    self.assertFalse(log.exists(), log.read_text() if log.exists() else "")
+
     def test_the_demo_scripts_list_of_flags_is_speclab_demos(self):
         # The script's list must follow the subcommand, or it would refuse a real flag.
         script = self.DEMO_SCRIPT.read_text()
