@@ -41,8 +41,9 @@ std::vector<Token> top_k_tokens(std::span<const float> row, int k);
 // after a rejected draft, for a context that never happened.
 // Requires: context ends with round.emitted (context.size() == round.position +
 // round.emitted.size(), and those last tokens of context are round.emitted, in order),
-// round.position >= 0, round.logits is not null and has at least round.emitted.size() rows
-// (a round that emitted nothing reads no row and may have none), and filler_top_k >= 1.
+// round.position >= 0, filler_top_k >= 1, and, when round.emitted is not empty, round.logits
+// is not null and has at least round.emitted.size() rows, even at filler_top_k 1, which reads
+// none. A round that emitted nothing reads no row: its round.logits may be null.
 // Throws std::invalid_argument otherwise, before recording anything.
 void record_round(NGramModel& storage, std::span<const Token> context, const RoundRecord& round,
                   int filler_top_k);

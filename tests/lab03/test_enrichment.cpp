@@ -255,7 +255,9 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
     empty.logits = nullptr;
     for (int filler_top_k : {1, 3}) {
       INFO("position 5 = context.size(), no emitted tokens, null logits, filler_top_k ",
-           filler_top_k, ": valid, and there is nothing to learn");
+           filler_top_k,
+           ": valid, and there is nothing to learn (nasd.h: round.logits is required only when "
+           "round.emitted is not empty)");
       OneLevelNGramStorage s(2);
       CHECK_NOTHROW(record_round(s, h.context, empty, filler_top_k));
       CHECK(s.size() == 0);
