@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <span>
 #include <stdexcept>
@@ -76,6 +77,12 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
     {
       INFO("token 3 scores -inf: it is never returned, so k = 10 gives the 5 possible tokens");
       CHECK(top_k_tokens(row, 10) == V{1, 2, 4, 0, 5});
+    }
+    {
+      INFO(
+          "any k >= 0 is allowed: k = INT_MAX gives the 5 possible tokens too (a row never has "
+          "more than row.size() to return; room reserved for k tokens is 8 GB)");
+      CHECK(top_k_tokens(row, std::numeric_limits<int>::max()) == V{1, 2, 4, 0, 5});
     }
     CHECK_THROWS_AS(top_k_tokens(row, -1), std::invalid_argument);
     {
