@@ -6,6 +6,7 @@
   build/bin/speclab_bench_model --model <gguf> --threads 2 --prompt 205 --kmax 16 --json \\
       > out/cost.json
   tools/ceiling.py --tokens out/tokens.jsonl --cost out/cost.json [--k 5,8,16] [--min-match 2]
+  tools/ceiling.py --tokens out/tokens.jsonl --by-match
 
 (--prompt: about the replies' mean context, prompt plus reply so far, since a pass costs more as
 the context grows. `tools/study_results run --set ceiling` records both files that way, into
@@ -38,6 +39,11 @@ measured prefill rate.
 Plain decoding is priced the same way: one step per reply token. The figures are a model: the
 drafters' own time, the loop's bookkeeping and the machine's noise are left out, so compare a
 bench's measured speedups with them, not the other way round.
+
+--by-match prices nothing (no --cost): it counts, at every reply position whose context has an
+earlier match, how often the token after the match's first occurrence is the reply's next
+token, by match length (1 to 11, then 12 or more). That is how much a match of each length is
+worth as evidence, the figures lab 05's chapter quotes for code_edit.
 
 Standard library only. Exit status 2 with a message naming the file and line on bad input.
 """
@@ -272,6 +278,40 @@ def analyse(turns, cost, ks, min_match):
     return result
 
 
+BY_MATCH_TOP = 12  # --by-match: matches this long or longer share one row
+
+
+def by_match(turns):
+    """Per workload: {match length (BY_MATCH_TOP stands for that or more): [positions, right]}
+    over every reply position whose context (prompt + reply so far) has an earlier match; right
+    when the token after the match's first occurrence is the reply's next token."""
+    result = {}
+    for t in turns:
+        prompt, reply = _encode(t["prompt"]), _encode(t["reply"])
+        rows = result.setdefault(t["workload"], {})
+        for p in range(len(reply)):
+            ctx = prompt + reply[:p]
+            length, follow = longest_earlier_suffix(ctx)
+            if length == 0:
+                continue
+            row = rows.setdefault(min(length, BY_MATCH_TOP), [0, 0])
+            row[0] += 1
+            row[1] += ctx[follow] == reply[p]
+    return result
+
+
+def print_by_match(result, out):
+    print("the token after the first occurrence of the longest earlier match, against the "
+          "reply's next token, at every reply position with a match", file=out)
+    for workload, rows in result.items():
+        print(f"workload {workload}", file=out)
+        print(f"{'match':>6}{'positions':>11}{'right':>7}{'share':>7}", file=out)
+        for length in sorted(rows):
+            n, right = rows[length]
+            name = f"{length}+" if length == BY_MATCH_TOP else str(length)
+            print(f"{name:>6}{n:>11}{right:>7}{right / n:>7.0%}", file=out)
+
+
 def print_table(result, cost, min_match, out):
     print(f"cost curve: decode step {cost['step_ms']:.2f} ms, prefill "
           f"{cost['prefill_ms_per_token']:.3f} ms/token, verify passes up to k = "
@@ -301,18 +341,40 @@ def parse_ks(text):
     return ks
 
 
+def write_json(path, value):
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(value, f, indent=2)
+    except OSError as e:
+        raise InputError(f"--json '{path}': {e.strerror}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description=__doc__.split("\n")[0],
         epilog="See the top of this file for how to record the two inputs.")
     ap.add_argument("--tokens", required=True, help="speclab bench --tokens output (JSON Lines)")
-    ap.add_argument("--cost", required=True, help="speclab_bench_model --json output")
+    ap.add_argument("--cost", help="speclab_bench_model --json output (not with --by-match)")
     ap.add_argument("--k", default="5,8,16", help="draft budgets, comma-separated (default 5,8,16)")
     ap.add_argument("--min-match", type=int, default=2,
                     help="the sa oracle drafts only after a match this long (default 2, as sa)")
     ap.add_argument("--json", help="also write the figures here as JSON")
+    ap.add_argument("--by-match", action="store_true",
+                    help="instead: how often the token after a match of each length was the "
+                         "reply's next token (needs no --cost)")
     args = ap.parse_args(argv)
     try:
+        if args.by_match:
+            counts = by_match(load_turns(args.tokens))
+            if args.json:
+                write_json(args.json, {"by_match": {w: {str(n): {"positions": c[0], "right": c[1]}
+                                                        for n, c in rows.items()}
+                                                    for w, rows in counts.items()}})
+            print_by_match(counts, sys.stdout)
+            return 0
+        if not args.cost:
+            raise InputError("--cost is required (speclab_bench_model --json output; see the "
+                             "top of this file), unless --by-match")
         if args.min_match < 1:
             raise InputError(f"--min-match must be at least 1, got {args.min_match}")
         ks = parse_ks(args.k)
@@ -320,12 +382,8 @@ def main(argv=None):
         turns = load_turns(args.tokens)
         result = analyse(turns, cost, ks, args.min_match)
         if args.json:
-            try:
-                with open(args.json, "w", encoding="utf-8") as f:
-                    json.dump({"cost": cost, "min_match": args.min_match, "workloads": result}, f,
-                              indent=2)
-            except OSError as e:
-                raise InputError(f"--json '{args.json}': {e.strerror}")
+            write_json(args.json, {"cost": cost, "min_match": args.min_match,
+                                   "workloads": result})
     except InputError as e:
         print(f"ceiling: {e}", file=sys.stderr)
         return 2

@@ -156,6 +156,45 @@ class Ceiling(unittest.TestCase):
         row, _ = self.oracle(result, "v", "sa", 8)
         self.assertAlmostEqual(row["plain_ms"], 8.0 + 1.0)
 
+    def test_by_match_counts_the_next_token_per_match_length(self):
+        # --by-match needs no cost curve: at every reply position with an earlier match, is the
+        # token after the match's first occurrence the reply's next token? (The statistic lab 05
+        # quotes.) Turn w: position 0 ends in 9, never seen before: not counted. Positions 1..5
+        # match "1", "1 2", ... "1 2 3 4 5" at the start of the prompt, followed by the reply's
+        # next token; position 6 matches "1 .. 6", followed by 7, but the reply goes on with 100.
+        # Turn v: 10..25 copies the prompt; positions 1..11 are right with matches of 1..11, and
+        # positions 12..16 match 12..16 tokens (the 12+ row): 12..15 right, 16 followed by 26
+        # where the reply has 99.
+        w = {"workload": "w", "id": "a", "turn": 1, "prompt": PROMPT, "reply": REPLY}
+        v = {"workload": "v", "id": "b", "turn": 1, "prompt": list(range(10, 30)),
+             "reply": list(range(10, 26)) + [99]}
+        tokens = self.dir / "tokens.jsonl"
+        tokens.write_text(json.dumps(w) + "\n" + json.dumps(v) + "\n")
+        p = subprocess.run([sys.executable, str(TOOL), "--tokens", str(tokens), "--by-match"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = {}
+        workload = None
+        for line in p.stdout.splitlines():
+            cells = line.split()
+            if line.startswith("workload "):
+                workload = cells[1]
+            elif workload and len(cells) == 4 and cells[3].endswith("%"):
+                rows[(workload, cells[0])] = (int(cells[1]), int(cells[2]), cells[3])
+        for length in ("1", "2", "3", "4", "5"):
+            self.assertEqual(rows[("w", length)], (1, 1, "100%"), length)
+        self.assertEqual(rows[("w", "6")], (1, 0, "0%"))
+        self.assertNotIn(("w", "7"), rows)
+        for length in range(1, 12):
+            self.assertEqual(rows[("v", str(length))], (1, 1, "100%"), length)
+        self.assertEqual(rows[("v", "12+")], (5, 4, "80%"))
+        self.assertEqual(len(rows), 6 + 12, p.stdout)
+        # Without --by-match the cost curve is still required.
+        p = subprocess.run([sys.executable, str(TOOL), "--tokens", str(tokens)],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--cost", p.stderr)
+
     def test_bad_input_is_named(self):
         turn = {"workload": "w", "id": "a", "turn": 1, "prompt": PROMPT, "reply": REPLY}
         cases = [
