@@ -74,6 +74,10 @@ TEST_SUITE("lab04 / Lookup") {
     CHECK_THROWS_AS(pool.lookup(V{42}, -1), std::invalid_argument);
     pool.insert_pair(V{3}, V{4});
     CHECK_THROWS_AS(pool.lookup(V{1}, -1), std::invalid_argument);
+    INFO(
+        "key {3} was inserted after key {1}'s last use, so it is the more recent: {1} first means "
+        "that lookup(-1) used key {1}, or that the new key {3} went to the back of lru_ (push a "
+        "new key to the front)");
     CHECK(pool.keys_by_recency() == Values{{3}, {1}});
   }
 
