@@ -34,7 +34,9 @@ TEST_SUITE("lab04 / Bounded memory") {
       CHECK(pool.stats().evicted_keys == 0);
     }
     pool.insert_pair(V{4}, V{40});  // full: key 2 goes
-    CHECK(pool.num_keys() == 3);
+    CHECK_MESSAGE(pool.num_keys() == 3,
+                  "capacity 3: a new key into a full pool first evicts one key, from map_ as "
+                  "well as from lru_ (evict when map_.size() >= capacity, not >)");
     CHECK(pool.values(V{2}) == Values{});
     INFO(
         "the key evicted is the least recently used one, at the back of lru_ (key 2 here), not "
@@ -50,6 +52,9 @@ TEST_SUITE("lab04 / Bounded memory") {
     pool.insert_pair(V{2}, V{20});
     CHECK(pool.lookup(V{1}, 2) == V{10});  // key 1 is now the most recent
     pool.insert_pair(V{3}, V{30});         // key 2 goes, not key 1
+    INFO(
+        "lookup({1}) proposed from key {1}: a hit is a use (touch the key), so the new key {3} "
+        "evicts key {2}, the least recently used, not key {1}");
     CHECK(pool.values(V{1}) == Values{{10}});
     CHECK(pool.values(V{2}) == Values{});
     INFO("keys_by_recency() walks lru_: every key of the map once, most recent first");
