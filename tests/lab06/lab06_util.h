@@ -69,7 +69,8 @@ inline std::vector<Token> prompt_for(const ToyTargetConfig& cfg, int i, int len 
 }
 
 // Prompt lookup with n-gram size n on `cfg`, k = 8 drafts per round, several prompts: the
-// drafter's measured acceptance profile (through the student's acceptance_profile).
+// drafter's measured acceptance profile (through the student's acceptance_profile), named with
+// n and the workload's regime, e.g. "prompt-lookup(n=3, periodic)".
 inline DrafterProfile measure_prompt_lookup(const ToyTargetConfig& cfg, int n) {
   SpecStats all;
   for (int i = 0; i < 4; ++i) {
@@ -84,7 +85,8 @@ inline DrafterProfile measure_prompt_lookup(const ToyTargetConfig& cfg, int n) {
     for (size_t a = 0; a < h.size(); ++a) all.accept_length_hist[a] += h[a];
     all.target_runs += r.stats.target_runs;
   }
-  return {"prompt-lookup(n=" + std::to_string(n) + ")", acceptance_profile(all, 8)};
+  return {"prompt-lookup(n=" + std::to_string(n) + ", " + to_string(cfg.regime) + ")",
+          acceptance_profile(all, 8)};
 }
 
 // Hand-made profiles: from hopeless to near-certain, geometric and not.
@@ -96,6 +98,17 @@ inline std::vector<DrafterProfile> synthetic_profiles() {
   // Copying text: the first draft is a coin flip, but once a copy is right it stays right.
   p.push_back({"copy", {0.5, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9}});
   return p;
+}
+
+// Every profile of a sweep has its own name: the log lines ("... b=4 chose k=3", doctest -s)
+// are how a reader tells the choices apart (book/lab06_economics.md).
+inline bool names_distinct(const std::vector<DrafterProfile>& profiles) {
+  for (size_t i = 0; i < profiles.size(); ++i) {
+    for (size_t j = i + 1; j < profiles.size(); ++j) {
+      if (profiles[i].name == profiles[j].name) return false;
+    }
+  }
+  return true;
 }
 
 // The tests' own evaluation of a choice, independent of the code under test, so that a wrong

@@ -34,6 +34,8 @@ TEST_SUITE("lab06 / The AUTO heuristic and its limits") {
       profiles.push_back(lab06::measure_prompt_lookup(lab06::workload(true), n));
       profiles.push_back(lab06::measure_prompt_lookup(lab06::workload(false), n));
     }
+    REQUIRE_MESSAGE(lab06::names_distinct(profiles),
+                    "two profiles share a name: their 'chose k' lines could not be told apart");
     for (const auto& p : profiles) {
       for (int b : curve.batch_sizes()) {
         const int k = choose_k(curve, b, p.alpha, curve.max_k());
