@@ -182,7 +182,7 @@ TEST_SUITE("engine_forward / quantized matrix products") {
             const Mismatch ms = compare(scal, ref, mag, rows, rows, rtol, atol);
             const Mismatch mv = compare(simd, ref, mag, rows, rows, rtol, atol);
             const Mismatch mp = compare(pack, ref, mag, rows, rows, rtol, atol);
-            INFO(type_name(type), " rows=", rows, " cols=", cols, " tokens=", tokens);
+            INFO(std::string(type_name(type)), " rows=", rows, " cols=", cols, " tokens=", tokens);
             INFO("scalar mismatches: ", ms.count, "\n", ms.first);
             INFO("simd mismatches: ", mv.count, "\n", mv.first);
             INFO("packed mismatches: ", mp.count, "\n", mp.first);
