@@ -20,4 +20,16 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+std::string clipped(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  std::size_t keep = max_bytes;
+  // Back to the start of a character: at most 3 continuation bytes (10xxxxxx) come before it.
+  for (int i = 0; i < 3 && keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80;
+       ++i) {
+    --keep;
+  }
+  return std::string(text.substr(0, keep)) + "... (" + std::to_string(text.size()) +
+         " bytes in all)";
+}
+
 }  // namespace speclab

@@ -134,25 +134,27 @@ void read_scalar(Cursor& c, GgufType t, GgufValue& v, const std::string& field) 
 }
 
 GgufValue read_value(Cursor& c, const std::string& key) {
+  const std::string shown = clipped(key);  // the key as the messages quote it
   GgufValue v;
   const auto at = c.pos();
-  const auto type = c.read<std::uint32_t>("value type of '" + key + "'");
+  const auto type = c.read<std::uint32_t>("value type of '" + shown + "'");
   if (!valid_type(type))
-    c.fail("value type " + std::to_string(type) + " of '" + key + "' is unknown", at);
+    c.fail("value type " + std::to_string(type) + " of '" + shown + "' is unknown", at);
   v.type = static_cast<GgufType>(type);
   if (v.type != GgufType::ARRAY) {
-    read_scalar(c, v.type, v, "value of '" + key + "'");
+    read_scalar(c, v.type, v, "value of '" + shown + "'");
     return v;
   }
   const auto et_at = c.pos();
-  const auto et = c.read<std::uint32_t>("array element type of '" + key + "'");
+  const auto et = c.read<std::uint32_t>("array element type of '" + shown + "'");
   if (!valid_type(et) || static_cast<GgufType>(et) == GgufType::ARRAY) {
-    c.fail("array element type " + std::to_string(et) + " of '" + key + "' is not supported",
+    c.fail("array element type " + std::to_string(et) + " of '" + shown + "' is not supported",
            et_at);
   }
   v.array_type = static_cast<GgufType>(et);
-  const std::uint64_t n = c.read_count("array length of '" + key + "'", scalar_size(v.array_type));
-  const std::string field = "element of array '" + key + "'";
+  const std::uint64_t n =
+      c.read_count("array length of '" + shown + "'", scalar_size(v.array_type));
+  const std::string field = "element of array '" + shown + "'";
   GgufValue item;
   if (v.array_type == GgufType::STRING) {
     v.strings.reserve(n);
@@ -239,7 +241,9 @@ void GgufFile::parse_all(std::span<const std::uint8_t> bytes) {
     const auto at = c.pos();
     std::string key = c.read_string("metadata key #" + std::to_string(i));
     GgufValue v = read_value(c, key);
-    if (!kv_.emplace(key, std::move(v)).second) c.fail("duplicate metadata key '" + key + "'", at);
+    if (!kv_.emplace(key, std::move(v)).second) {
+      c.fail("duplicate metadata key '" + clipped(key) + "'", at);
+    }
   }
   if (const GgufValue* a = find("general.alignment")) {
     if (a->type != GgufType::UINT32 || a->integer == 0 || (a->integer & (a->integer - 1)) != 0) {
@@ -259,7 +263,7 @@ void GgufFile::parse_all(std::span<const std::uint8_t> bytes) {
     Pending p;
     p.info_at = c.pos();
     p.t.name = c.read_string("name of tensor #" + std::to_string(i));
-    const std::string what = "tensor '" + p.t.name + "'";
+    const std::string what = "tensor '" + clipped(p.t.name) + "'";
     const auto dims_at = c.pos();
     const auto n_dims = c.read<std::uint32_t>("dimension count of " + what);
     if (n_dims == 0 || n_dims > kMaxDims) {
@@ -300,7 +304,7 @@ void GgufFile::parse_all(std::span<const std::uint8_t> bytes) {
              off_at);
     }
     if (tensor_index_.count(p.t.name))
-      c.fail("duplicate tensor name '" + p.t.name + "'", p.info_at);
+      c.fail("duplicate tensor name '" + clipped(p.t.name) + "'", p.info_at);
     tensor_index_[p.t.name] = pending.size();
     pending.push_back(std::move(p));
   }
@@ -309,7 +313,7 @@ void GgufFile::parse_all(std::span<const std::uint8_t> bytes) {
   for (Pending& p : pending) {
     const std::uint64_t start = data_start + p.rel_offset;
     if (start < data_start || start > c.size() || p.t.n_bytes > c.size() - start) {
-      c.fail("data of tensor '" + p.t.name + "' (" + std::to_string(p.t.n_bytes) +
+      c.fail("data of tensor '" + clipped(p.t.name) + "' (" + std::to_string(p.t.n_bytes) +
                  " bytes at offset " + std::to_string(start) + ") runs past the end of the file",
              p.info_at);
     }
@@ -326,10 +330,11 @@ void GgufFile::parse_all(std::span<const std::uint8_t> bytes) {
     const Pending& a = *by_offset[i - 1];
     const Pending& b = *by_offset[i];
     if (a.rel_offset + a.t.n_bytes > b.rel_offset && b.t.n_bytes > 0) {
-      c.fail("the data of tensors '" + a.t.name + "' (bytes " + std::to_string(a.rel_offset) +
-                 ".." + std::to_string(a.rel_offset + a.t.n_bytes) + " of the data section) and '" +
-                 b.t.name + "' (bytes " + std::to_string(b.rel_offset) + ".." +
-                 std::to_string(b.rel_offset + b.t.n_bytes) + ") overlap",
+      c.fail("the data of tensors '" + clipped(a.t.name) + "' (bytes " +
+                 std::to_string(a.rel_offset) + ".." + std::to_string(a.rel_offset + a.t.n_bytes) +
+                 " of the data section) and '" + clipped(b.t.name) + "' (bytes " +
+                 std::to_string(b.rel_offset) + ".." + std::to_string(b.rel_offset + b.t.n_bytes) +
+                 ") overlap",
              b.info_at);
     }
   }

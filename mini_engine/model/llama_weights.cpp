@@ -139,7 +139,8 @@ LlamaWeights load_llama_weights(const GgufFile& file) {
     ld.fail(e.what());
   }
   if (arch != "llama") {
-    ld.fail("general.architecture is '" + arch + "'; SpecLab's Llama targets run only 'llama'");
+    ld.fail("general.architecture is '" + clipped(arch) +
+            "'; SpecLab's Llama targets run only 'llama'");
   }
 
   // Q4_0, Q4_1 and Q8_0 changed their block layouts twice in 2023, before GGUF existed; every
@@ -210,9 +211,9 @@ LlamaWeights load_llama_weights(const GgufFile& file) {
       continue;  // not a block tensor's name: left to the checks of the tensors read
     }
     if (std::stoi(digits) >= hp.n_layer) {
-      ld.fail("tensor '" + t.name + "' belongs to block " + digits + ", but llama.block_count is " +
-              std::to_string(hp.n_layer) + " (blocks 0 to " + std::to_string(hp.n_layer - 1) +
-              "): a corrupt block count?");
+      ld.fail("tensor '" + clipped(t.name) + "' belongs to block " + digits +
+              ", but llama.block_count is " + std::to_string(hp.n_layer) + " (blocks 0 to " +
+              std::to_string(hp.n_layer - 1) + "): a corrupt block count?");
     }
   }
 

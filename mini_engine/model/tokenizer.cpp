@@ -176,12 +176,12 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
   const std::string& model = keys.require("tokenizer.ggml.model", GgufType::STRING).string;
   if (model != "gpt2") {
     keys.fail("tokenizer.ggml.model",
-              "= '" + model + "': only 'gpt2' (byte-level BPE) is supported");
+              "= '" + clipped(model) + "': only 'gpt2' (byte-level BPE) is supported");
   }
   const std::string& pre = keys.require("tokenizer.ggml.pre", GgufType::STRING).string;
   if (pre != "smollm") {
     keys.fail("tokenizer.ggml.pre",
-              "= '" + pre + "': only the 'smollm' pre-tokenizer (SmolLM2) is implemented");
+              "= '" + clipped(pre) + "': only the 'smollm' pre-tokenizer (SmolLM2) is implemented");
   }
   const auto& texts =
       keys.require("tokenizer.ggml.tokens", GgufType::ARRAY, GgufType::STRING).strings;
@@ -258,7 +258,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& gguf) {
     const std::string& m = merges[i];
     const std::size_t space = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
     auto bad = [&](const std::string& why) {
-      keys.fail("tokenizer.ggml.merges", "entry " + std::to_string(i) + " '" + m + "' " + why);
+      keys.fail("tokenizer.ggml.merges",
+                "entry " + std::to_string(i) + " '" + clipped(m) + "' " + why);
     };
     if (space == std::string::npos) bad("is not of the form 'left right'");
     const std::string left = m.substr(0, space), right = m.substr(space + 1);

@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mini_engine/core/printable.h"
 #include "mini_engine/core/token.h"
 
 namespace speclab {
@@ -37,7 +38,9 @@ class GgufFile;
 // A missing or malformed tokenizer key. The message names the key (and the file).
 class TokenizerError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // The message is kept printable(), as GgufError's: it quotes strings from the file, which may
+  // hold any byte (and are clipped() when long).
+  explicit TokenizerError(const std::string& message) : std::runtime_error(printable(message)) {}
 };
 
 // How the GGUF types a token (tokenizer.ggml.token_type), with llama.cpp's numbering.

@@ -131,6 +131,19 @@ TEST_SUITE("engine_forward / loading a Llama GGUF") {
     CHECK(load_error(s).find("general.architecture is 'gpt2'") != std::string::npos);
   }
 
+  TEST_CASE("an architecture name that runs on for megabytes is cut short in the message") {
+    // A corrupt length field makes the string swallow the rest of the file: the message quoted
+    // all of it.
+    TinyLlamaSpec s;
+    s.arch = "gpt2" + std::string(1 << 20, '\x02');
+    const std::string err = load_error(s);
+    INFO(err.substr(0, 300));
+    CHECK(err.size() < 600);
+    CHECK(err.find("general.architecture is 'gpt2\\x02") != std::string::npos);
+    CHECK(err.find("... (1048580 bytes in all)'; SpecLab's Llama targets run only 'llama'") !=
+          std::string::npos);
+  }
+
   TEST_CASE("a quantization format other than ggml's version 2 is refused by name") {
     // Q4_0, Q4_1 and Q8_0 changed their block layouts twice in 2023, before GGUF; every GGUF
     // file holds version 2. Reading another version's blocks as version 2 gives garbage.

@@ -153,6 +153,26 @@ TEST_SUITE("tokenizer / loading the vocabulary") {
                   load_error(v));
   }
 
+  TEST_CASE("text from the file in a message is printable and cut short when it runs on") {
+    // As GgufError and ModelError: a corrupt file's strings may hold escape sequences, or run on
+    // for megabytes (a length field that swallows the rest of the file).
+    ToyVocab v;
+    v.pre = "\x1b[31m" + std::string(1 << 20, 'p');
+    std::string err = load_error(v);
+    INFO(err.substr(0, 300));
+    CHECK(err.size() < 400);
+    CHECK(err.find("tokenizer.ggml.pre' = '\\x1B[31mppp") != std::string::npos);
+    CHECK(err.find("... (1048581 bytes in all)': only the 'smollm' pre-tokenizer") !=
+          std::string::npos);
+    v = ToyVocab{};
+    v.merges.push_back("a\x07 " + std::string(1 << 20, 'q'));
+    err = load_error(v);
+    CHECK(err.size() < 400);
+    CHECK(err.find("entry 5 'a\\x07 qqq") != std::string::npos);
+    CHECK(err.find("... (1048579 bytes in all)' has a part that is not a token") !=
+          std::string::npos);
+  }
+
   TEST_CASE("a merge whose parts or result are not tokens is named in the error") {
     ToyVocab v;
     v.merges.push_back("c c");
