@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "mini_engine/core/printable.h"
 #include "mini_engine/targets/cpu_attention.h"
 #include "mini_engine/targets/spin_barrier.h"
 
@@ -209,7 +210,9 @@ CpuLlama::CpuLlama(GgufFile file, CpuLlamaOptions options)
                  : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   max_length_ = w_.hp.n_ctx_train;
   if (options.max_context > 0) max_length_ = std::min(max_length_, options.max_context);
-  model_name_ = file_.get_string_or("general.name", "llama");
+  // For headers and messages: the file's bytes, made printable and clipped (an escape sequence
+  // in general.name reached the terminal).
+  model_name_ = printable(clipped(file_.get_string_or("general.name", "llama")));
   const int hd = w_.hp.head_dim;
   rope_theta_scale_ = std::pow(w_.hp.rope_base, -2.0f / static_cast<float>(hd));
   scratch_ = std::make_unique<Scratch>();

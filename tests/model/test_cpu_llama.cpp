@@ -144,6 +144,20 @@ TEST_SUITE("engine_forward / loading a Llama GGUF") {
           std::string::npos);
   }
 
+  TEST_CASE("the model's name from general.name is printable and cut short") {
+    // name() goes into every run's header line: a file's escape sequence reached the terminal.
+    TinyLlamaSpec s;
+    const Tiny plain = make_tiny(s);
+    CHECK(plain.target->name().find("cpu-llama(tiny-test-llama, ") == 0);
+    s.name = "\x1b[2Jtiny" + std::string(1000, 'y');
+    const Tiny odd = make_tiny(s);
+    const std::string name = odd.target->name();
+    INFO(name);
+    CHECK(name.find("cpu-llama(\\x1B[2Jtinyyyy") == 0);
+    CHECK(name.find("... (1008 bytes in all), ") != std::string::npos);
+    CHECK(name.size() < 120);
+  }
+
   TEST_CASE("a quantization format other than ggml's version 2 is refused by name") {
     // Q4_0, Q4_1 and Q8_0 changed their block layouts twice in 2023, before GGUF; every GGUF
     // file holds version 2. Reading another version's blocks as version 2 gives garbage.
