@@ -198,6 +198,16 @@ LlamaWeights load_llama_weights(const GgufFile& file) {
               " differs from the rows of token_embd.weight (" + std::to_string(hp.n_vocab) + ")");
     }
   }
+  // Every id the model can emit must have a text, and every id the tokenizer makes a row: with
+  // fewer tokens than rows, generation broke off mid-reply at the first id past the tokenizer.
+  if (const GgufValue* tokens = file.find("tokenizer.ggml.tokens");
+      tokens != nullptr && tokens->type == GgufType::ARRAY &&
+      tokens->array_type == GgufType::STRING &&
+      tokens->strings.size() != static_cast<std::size_t>(hp.n_vocab)) {
+    ld.fail("tokenizer.ggml.tokens holds " + std::to_string(tokens->strings.size()) +
+            " tokens, but token_embd.weight has " + std::to_string(hp.n_vocab) +
+            " rows (one per token id): the tokenizer and the weights do not belong together");
+  }
   w.token_embd = ld.matrix("token_embd.weight", hp.n_embd, hp.n_vocab);
 
   // A corrupt (smaller) block count would leave later blocks unread and run a shallower model

@@ -74,7 +74,9 @@ struct LlamaWeights {
 
 // Reads the hyperparameters and binds every tensor of `file`. Requires
 // general.architecture == "llama". Matrices may be Q4_0, Q4_1, Q8_0 (rows a multiple of 32
-// weights); norms must be F32. Throws ModelError naming the file and the key, tensor or
+// weights); norms must be F32. Where the file has a tokenizer (tokenizer.ggml.tokens, an array
+// of strings; its other checks are the Tokenizer's), it must have one token per row of
+// token_embd.weight. Throws ModelError naming the file and the key, tensor or
 // dimension that is wrong. The returned views point into `file`, which must outlive them.
 LlamaWeights load_llama_weights(const GgufFile& file);
 

@@ -199,6 +199,23 @@ TEST_SUITE("engine_forward / loading a Llama GGUF") {
     }
   }
 
+  TEST_CASE("a tokenizer with another token count than the embedding's rows is refused") {
+    // A tokenizer of 9152 tokens on SmolLM2's 49152 rows loaded, and generation stopped mid-reply
+    // at the first id past the tokenizer ("Tokenizer::decode: token id 17422 ... is outside the
+    // vocabulary"), naming nothing in the file.
+    TinyLlamaSpec same;
+    same.tokenizer_tokens = 96;
+    CHECK(load_error(same) == "(no ModelError thrown)");
+    for (const int n : {90, 100}) {
+      TinyLlamaSpec s;
+      s.tokenizer_tokens = n;
+      const std::string err = load_error(s);
+      INFO(err);
+      CHECK(err.find("tokenizer.ggml.tokens holds " + std::to_string(n) +
+                     " tokens, but token_embd.weight has 96 rows") != std::string::npos);
+    }
+  }
+
   TEST_CASE("a missing hyperparameter key is named") {
     for (const char* key : {"llama.attention.head_count_kv", "llama.block_count",
                             "llama.rope.freq_base", "llama.attention.layer_norm_rms_epsilon"}) {

@@ -34,6 +34,7 @@ struct TinyLlamaSpec {
   int block_count_key = -1;  // llama.block_count as written; -1: n_layer (the blocks written)
   std::map<std::string, std::uint32_t> extra_u32;  // more metadata keys, written as uint32
   std::map<std::string, float> extra_f32;          // and as float32
+  int tokenizer_tokens = 0;  // tokenizer.ggml.tokens written with this many entries; 0: no key
 };
 
 // Raw bytes of `rows` x `cols` random weights of ggml type `type` (F32, Q4_0, Q4_1 or Q8_0),
@@ -103,6 +104,11 @@ inline std::vector<std::uint8_t> build_tiny_llama(const TinyLlamaSpec& s) {
   key_f32("llama.attention.layer_norm_rms_epsilon", s.rms_eps);
   for (const auto& [k, v] : s.extra_u32) w.kv_u32(k, v);
   for (const auto& [k, v] : s.extra_f32) w.kv_f32(k, v);
+  if (s.tokenizer_tokens > 0) {
+    std::vector<std::string> texts;
+    for (int i = 0; i < s.tokenizer_tokens; ++i) texts.push_back("t" + std::to_string(i));
+    w.kv_strings("tokenizer.ggml.tokens", texts);
+  }
 
   std::uint64_t seed = s.seed * 1000;
   auto tensor = [&](const std::string& name, std::uint32_t type, int cols, int rows, float scale) {
