@@ -279,6 +279,20 @@ class BadInput(unittest.TestCase):
             self.assert_refused(["generate", "--model", str(path), "--prompt", "hi"],
                                 "not a usable GGUF model")
 
+    def test_a_name_in_a_corrupt_model_is_cut_short_in_the_message(self):
+        # A corrupt length field makes a key swallow the rest of the file: the message quoted
+        # all of it (82 MB of escaped bytes for a SmolLM2 file with its first key's length hit).
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "long_key.gguf"
+            key = b"general.architecture" + b"\x01" * 999980
+            path.write_bytes(b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, len(key)) + key +
+                             struct.pack("<I", 0xFFFFFFFF))
+            rc, _, err = speclab("generate", "--model", str(path), "--prompt", "hi")
+            self.assertEqual(rc, 2, err[:500])
+            self.assertLess(len(err), 1000, err[:500])
+            self.assertIn("value type 4294967295 of 'general.architecture\\x01", err)
+            self.assertIn("... (1000000 bytes in all)' is unknown", err)
+
     def test_a_damaged_cached_smollm2_says_how_to_get_a_good_copy(self):
         # --model smollm2 trusts the cached download; when it does not load, the message names
         # tools/fetch_model, which checks the file and fetches it again. A path is the user's own
