@@ -617,15 +617,21 @@ void check_n_fits(const DrafterOptions& o, const Target& target, std::size_t pro
 void check_n_within(const DrafterOptions& o, long long longest, const std::string& why) {
   const std::string& name = o.drafter == "auto" ? o.auto_inner : o.drafter;
   if (!drafter_info(name).uses_n()) return;
-  if (o.n >= longest) {
-    // A default nobody typed is named as such, with the ways to run anyway.
-    const bool defaulted = o.n_flag != nullptr && o.n_flag->count() == 0;
-    throw UsageError("--n " + std::to_string(o.n) + (defaulted ? " (the default)" : "") +
-                     " is too long for the context: this run holds at most " +
-                     std::to_string(longest) + " tokens (" + why +
-                     "), so an n-gram that long, with a token after it, never fits" +
-                     (defaulted ? "; give a smaller --n, or --drafter none" : ""));
+  if (o.n < longest) return;
+  const std::string problem = " is too long for the context: this run holds at most " +
+                              std::to_string(longest) + " tokens (" + why +
+                              "), so an n-gram that long, with a token after it, never fits";
+  // A default nobody typed does not stop a run that is otherwise fine (a two-token generate):
+  // the drafter then proposes nothing, and a warning says so.
+  if (o.n_flag != nullptr && o.n_flag->count() == 0) {
+    std::fprintf(stderr,
+                 "speclab: warning: --n %d (the default)%s; the drafter proposes nothing in this "
+                 "run; give a smaller --n to draft\n",
+                 o.n, problem.c_str());
+    std::fflush(stderr);
+    return;
   }
+  throw UsageError("--n " + std::to_string(o.n) + problem);
 }
 
 void check_fits_context(const Model& model, std::size_t prompt_tokens, int max_new_tokens,

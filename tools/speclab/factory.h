@@ -168,8 +168,9 @@ void check_n_fits(const DrafterOptions& options, const Target& target, std::size
 // Throws UsageError when the drafter `options` names reads --n and n >= `longest`, the most
 // tokens the run's context can hold (`why` says what sets that, for the message: "prompt 5 +
 // max-new-tokens 2, model limit 64"): an n-gram that long never occurs with a token after it.
-// A chat grows to the model's limit; a bench conversation to its prompts and replies. The message
-// says "(the default)" when options.n_flag shows that the command line did not give n.
+// A chat grows to the model's limit; a bench conversation to its prompts and replies. When
+// options.n_flag shows that the command line did not give n (its default), nothing is thrown: a
+// warning on stderr says the drafter will propose nothing, and the run goes on.
 void check_n_within(const DrafterOptions& options, long long longest, const std::string& why);
 
 // Throws UsageError when `what` (prompt_tokens long) plus max_new_tokens would not fit in the
