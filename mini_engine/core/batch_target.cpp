@@ -6,14 +6,15 @@
 
 namespace speclab {
 
-void check_batch_items(const BatchTarget& target, std::span<const BatchItem> items) {
-  if (items.empty()) throw std::invalid_argument(target.name() + ": extend_batch with no items");
+void check_batch_items(const BatchTarget& target, std::span<const BatchItem> items,
+                       const char* who) {
+  if (items.empty()) throw std::invalid_argument(target.name() + ": " + who + " with no items");
   const std::vector<int> live = target.sequences();
   std::vector<int> seen;
   seen.reserve(items.size());
   for (size_t j = 0; j < items.size(); ++j) {
     const int seq = items[j].seq;
-    const std::string where = target.name() + ": extend_batch item " + std::to_string(j) +
+    const std::string where = target.name() + ": " + who + " item " + std::to_string(j) +
                               " (sequence " + std::to_string(seq) + ")";
     if (!std::binary_search(live.begin(), live.end(), seq)) {
       throw std::invalid_argument(where + " names no live sequence");

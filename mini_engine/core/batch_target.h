@@ -67,8 +67,10 @@ class BatchTarget {
 
 // Checks `items` against the contract of extend_batch (everything but max_length and token ids,
 // which implementations check with their own messages). Throws std::invalid_argument naming the
-// first bad item. For implementations of BatchTarget.
-void check_batch_items(const BatchTarget& target, std::span<const BatchItem> items);
+// call (`who`: "extend_batch" or "append_batch") and the first bad item. For implementations of
+// BatchTarget.
+void check_batch_items(const BatchTarget& target, std::span<const BatchItem> items,
+                       const char* who = "extend_batch");
 
 // One sequence of a BatchTarget seen as a plain Target, so the single-sequence loops
 // (run_baseline, run_speculative) run on it unchanged: extend() is extend_batch() with one item.

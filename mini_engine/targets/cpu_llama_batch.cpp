@@ -71,7 +71,7 @@ void CpuLlamaBatch::append_batch(std::span<const BatchItem> items) {
 std::vector<Logits> CpuLlamaBatch::run(std::span<const BatchItem> items, bool want_logits,
                                        const char* who) {
   const std::string w = std::string("CpuLlamaBatch::") + who;
-  check_batch_items(*this, items);
+  check_batch_items(*this, items, who);
   const int vocab = vocab_size();
   int total = 0;
   for (size_t j = 0; j < items.size(); ++j) {

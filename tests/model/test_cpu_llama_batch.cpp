@@ -163,6 +163,14 @@ TEST_SUITE("engine_forward / batching sequences") {
                          doctest::Contains("append_batch: item 1 has token id 96"),
                          std::invalid_argument);
     CHECK(p.batch->length(a) == 303);
+    // The shared item checks name the call that was made, not extend_batch.
+    CHECK_THROWS_WITH_AS(p.batch->append_batch({}),
+                         doctest::Contains(": append_batch with no items"), std::invalid_argument);
+    items = {{a, next}, {a, next}};
+    CHECK_THROWS_WITH_AS(p.batch->append_batch(items),
+                         doctest::Contains("append_batch item 1 (sequence 0) names a sequence"),
+                         std::invalid_argument);
+    CHECK(p.batch->length(a) == 303);
   }
 
   TEST_CASE("tiny model: a bad item leaves every sequence unchanged") {
