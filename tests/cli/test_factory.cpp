@@ -105,7 +105,7 @@ TEST_SUITE("cli / factory") {
     CHECK(parse("0") == 0);
     CHECK(parse("-0") == 0);
     for (const char* bad : {"010", "08", "00", "+010"}) {
-      INFO(std::string(bad));  // a const char* would be logged as its address
+      INFO(bad);
       CHECK_THROWS_WITH_AS(parse(bad), doctest::Contains("without leading zeros"),
                            CLI::ValidationError);
     }

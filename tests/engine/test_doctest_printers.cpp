@@ -31,4 +31,15 @@ TEST_SUITE("test support / doctest printers") {
     want += ", ... (200 items)}";
     CHECK(std::string(doctest::toString(v).c_str()) == want);
   }
+
+  // INFO and CAPTURE print with toString too: INFO(name) logged "0x55d1c2a4f642".
+  TEST_CASE("a const char* prints its text, not its address") {
+    const char* name = "prompt-lookup";
+    CHECK(std::string(doctest::toString(name).c_str()) == "prompt-lookup");
+    const char* none = nullptr;
+    CHECK(std::string(doctest::toString(none).c_str()) == "NULL");
+    char buffer[] = "abc";
+    char* mutable_name = buffer;
+    CHECK(std::string(doctest::toString(mutable_name).c_str()) == "abc");
+  }
 }

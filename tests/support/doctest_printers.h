@@ -43,4 +43,16 @@ struct StringMaker<std::pair<A, B>> {
   }
 };
 
+// A C string's text, or NULL: doctest 2.4.9 prints a const char* as its address, so INFO(name)
+// and CAPTURE(name) with a `const char* name` logged "0x55d1c2a4f642" (string literals, which are
+// arrays, always printed as text).
+template <>
+struct StringMaker<const char*> {
+  static String convert(const char* p) { return p != nullptr ? String(p) : String("NULL"); }
+};
+template <>
+struct StringMaker<char*> {
+  static String convert(const char* p) { return StringMaker<const char*>::convert(p); }
+};
+
 }  // namespace doctest
