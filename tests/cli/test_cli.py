@@ -1371,6 +1371,32 @@ class Bench(unittest.TestCase):
             self.assertGreater(by[("toy-periodic", "prompt-lookup", 4)]["tokens_per_run"], 2.0)
             self.assertEqual(by[("toy-random", "prompt-lookup", 4)]["tokens_per_run"], 1.0)
 
+    def test_a_case_that_drafted_nothing_has_no_acceptance_rate_in_any_output(self):
+        # Random toy text gives prompt lookup nothing to copy: not one draft in the run. The
+        # table said '-' (0.0% would read as every draft rejected), while the CSV and the JSON
+        # wrote acceptance_rate 0, that very reading.
+        with tempfile.TemporaryDirectory() as tmp:
+            csv_path, js = Path(tmp) / "r.csv", Path(tmp) / "r.json"
+            rc, out, err = speclab("bench", "--model", "toy", "--workload",
+                                   "toy-random,toy-periodic", "--drafter", "prompt-lookup",
+                                   "--repeats", "1", "--prompts", "2", "--max-new-tokens", "32",
+                                   "--csv", str(csv_path), "--json", str(js))
+            self.assertEqual(rc, 0, err)
+            import csv
+            rows = {r["workload"]: r for r in csv.DictReader(io.StringIO(csv_path.read_text()))}
+            cases = {c["workload"]: c for c in json.loads(js.read_text())["cases"]}
+            none, some = cases["toy-random"], cases["toy-periodic"]
+            self.assertEqual(none["drafted"], 0)  # or the checks below could not fail
+            self.assertGreater(some["drafted"], 0)
+            row = [l for l in out.splitlines() if l.startswith("toy-random")]
+            self.assertEqual(row[0].split()[6], "-", out)
+            self.assertIsNone(none["acceptance_rate"])
+            self.assertEqual(rows["toy-random"]["acceptance_rate"], "")
+            # A case that drafted keeps its rate, accepted / drafted, in both files.
+            self.assertAlmostEqual(some["acceptance_rate"], some["accepted"] / some["drafted"])
+            self.assertAlmostEqual(float(rows["toy-periodic"]["acceptance_rate"]),
+                                   some["acceptance_rate"], places=5)
+
     def test_every_csv_column_and_json_field_is_named_in_the_readme(self):
         # The main mode's files had no reference: what `identical`, `plain_seconds` or
         # `tokens_per_run_by_conversation` hold could only be read from bench_report.cpp.

@@ -252,8 +252,10 @@ void write_csv(std::ostream& out, const BenchMeta& meta, const std::vector<CaseR
         << c.k << ',' << (c.n > 0 ? std::to_string(c.n) : std::string())  // empty: no n (JSON null)
         << ',' << (c.sa_draft_ratio >= 0 ? std::to_string(c.sa_draft_ratio) : std::string()) << ','
         << c.spec.target_runs << ',' << c.spec.drafted << ',' << c.spec.accepted << ','
-        << c.spec.emitted << ',' << c.spec.tokens_per_run() << ',' << c.spec.acceptance_rate()
-        << ',' << joined(c.conversation_al()) << ',' << acceptance_by_position(c.spec, ";", 4)
+        << c.spec.emitted << ',' << c.spec.tokens_per_run() << ',';
+    // Empty where nothing was drafted, as the table's '-' (0 would read as every draft rejected).
+    if (c.spec.drafted > 0) out << c.spec.acceptance_rate();
+    out << ',' << joined(c.conversation_al()) << ',' << acceptance_by_position(c.spec, ";", 4)
         << ',';
     // Written as every other AL (six significant digits); empty for a workload of one turn.
     if (c.spec_later_turns.target_runs > 0) out << c.spec_later_turns.tokens_per_run();
@@ -298,7 +300,8 @@ void write_json(std::ostream& out, const BenchMeta& meta, const std::vector<Case
         {"accepted", c.spec.accepted},
         {"emitted", c.spec.emitted},
         {"tokens_per_run", c.spec.tokens_per_run()},
-        {"acceptance_rate", c.spec.acceptance_rate()},
+        {"acceptance_rate", c.spec.drafted > 0 ? nlohmann::ordered_json(c.spec.acceptance_rate())
+                                               : nlohmann::ordered_json(nullptr)},
         {"tokens_per_run_by_conversation", c.conversation_al()},
         {"acceptance_by_position", by_position},
         {"accept_length_hist", c.spec.accept_length_hist},
