@@ -1910,6 +1910,15 @@ class GradeRefusals(TempDir):
                 self.assertIn(f"argument {'-j/--jobs' if flag in ('-j', '--jobs') else flag}: ",
                               p.stderr)
                 self.assertIn(value, p.stderr)
+        # An infinite limit was refused as "must be > 0, got inf", which it is: the message
+        # must name what is wrong with it.
+        for flag, value in (("--timeout", "inf"), ("--build-timeout", "1e400"),
+                            ("--timeout", "nan")):
+            with self.subTest(flag=flag, value=value):
+                p = grade(self.tmp, f"{flag}={value}")
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn(f"argument {flag}: expected a finite number, got {value}",
+                              p.stderr)
         # Past the system's own limits these used to end in a traceback (OverflowError from a
         # timeout's milliseconds, an rlimit that does not fit).
         for flag, value in (("--timeout", "2.2e6"), ("--build-timeout", "1e9"),

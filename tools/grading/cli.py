@@ -680,7 +680,9 @@ def _number(kind, low, strict, high):
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"expected {'an integer' if kind is int else 'a number'}, got '{text}'") from None
-        if not math.isfinite(value) or (value <= low if strict else value < low):
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text}")
+        if value <= low if strict else value < low:
             raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {low}, "
                                              f"got {text}")
         if value > high:
