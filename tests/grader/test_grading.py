@@ -1863,6 +1863,26 @@ class GradeRefusals(TempDir):
         with open(report) as f:
             self.assertEqual(f.read(), "mine\n")
 
+    def test_a_hidden_folder_that_is_part_of_the_repository_build_is_refused_by_name(self):
+        # --hidden tests/grader (the folder above the example hidden/) ended in a CMake error
+        # ("add_subdirectory given source grader which is not an existing directory"): the
+        # grading copy leaves --hidden out, and the workspace was configured before the folder
+        # was checked. --hidden tests (labNN/ folders, but the repository's own) failed the same.
+        sub = os.path.dirname(os.path.dirname(os.path.dirname(self.write(f"sub/{EDITABLE}"))))
+        work = os.path.join(self.tmp, "work")
+        for hidden, message in (
+                (os.path.join(REPO, "tests", "grader"),
+                 "holds no labNN/ folder, so no hidden test would run"),
+                (os.path.join(REPO, "tests"),
+                 f"--hidden {os.path.join(REPO, 'tests')} is part of the repository's build "
+                 f"(it holds {os.path.join(REPO, 'tests', 'CMakeLists.txt')})")):
+            with self.subTest(hidden=hidden):
+                p = grade(sub, "--lab", "lab01", "--hidden", hidden, "--work", work)
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertIn(message, p.stderr)
+                self.assertNotIn("CMake Error", p.stderr)
+                self.assertFalse(os.path.exists(work), "checked before the workspace is made")
+
     def test_a_work_folder_the_grader_did_not_make_is_left_alone(self):
         # --work DIR deleted whatever DIR/src held that is not a repository file.
         thesis = self.write("mine/src/thesis/chapter1.tex", "\\chapter{One}\n")

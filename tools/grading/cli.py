@@ -25,7 +25,7 @@ NAME is the folder or zip name; submissions that share one are qualified by thei
 Exit status: 0 when every submission was graded, whatever the scores; 1 when grading could not
 run (the reason is printed: a points file that misses a case, a reference solution that fails,
 a --build-timeout too short for the reference's build, an unreadable submission, a --hidden
-folder with files but no labNN/ folder, a --work folder that holds files the grader did not put there,
+folder with files but no labNN/ folder or that is part of the repository's build (tests/), a --work folder that holds files the grader did not put there,
 a hidden test that changed while a submission was graded, ...); 2 for a usage error (an unknown flag, no SUBMISSION, a --lab that is not a lab name or is
 named twice, an empty --hidden, --work or --out, a --work that is the repository or holds it, a
 --work or --out that is a file or lies inside one, a --timeout, --build-timeout or --jobs that is not > 0, a --mem-mb that is
@@ -112,11 +112,12 @@ def hidden_cases_and_points(ws, lab, public_names):
     return cases, points
 
 
-def check_hidden_folders(hidden, declared):
+def check_hidden_layout(hidden):
     """Raises GradingError when the --hidden folder holds files but no labNN/ folder (a wrong
     folder, such as the one above hidden/, would grade without the hidden tests, as if there
-    were none) or a labNN/ folder for a lab this repository does not declare (its tests would
-    never run). An empty folder is a course without hidden tests, and is said so."""
+    were none), or is a folder of the repository's build (tests/: the grading copy leaves
+    --hidden out, so its configure would fail). An empty folder is a course without hidden
+    tests, and is said so. Needs no build: checked before the workspace is touched."""
     entries = os.listdir(hidden)
     labs = [d for d in entries if LAB_NAME.match(d) and os.path.isdir(os.path.join(hidden, d))]
     if not entries:
@@ -124,11 +125,33 @@ def check_hidden_folders(hidden, declared):
     elif not labs:
         raise GradingError(f"--hidden {hidden} holds no labNN/ folder, so no hidden test would "
                            "run: give the folder that holds lab01/, lab02/, ...")
+    real, repo = os.path.realpath(hidden), os.path.realpath(REPO)
+    if real == repo or real.startswith(repo + os.sep):
+        for dirpath, _, filenames in os.walk(hidden):
+            if "CMakeLists.txt" in filenames:
+                raise GradingError(
+                    f"--hidden {hidden} is part of the repository's build (it holds "
+                    f"{os.path.join(dirpath, 'CMakeLists.txt')}), and grading leaves --hidden "
+                    "out of its copy of the repository: give the folder of your hidden tests "
+                    "alone (DIR/labNN/*.cpp and DIR/labNN/points.txt)")
+
+
+def check_hidden_labs(hidden, declared):
+    """Raises GradingError when the --hidden folder has a labNN/ folder for a lab this
+    repository does not declare (its tests would never run)."""
+    labs = [d for d in os.listdir(hidden)
+            if LAB_NAME.match(d) and os.path.isdir(os.path.join(hidden, d))]
     unknown = sorted(d for d in labs if d not in declared)
     if unknown:
         raise GradingError(f"--hidden {hidden} has tests for {', '.join(unknown)}, which this "
                            f"repository does not have (it has {', '.join(declared)}); rename or "
                            "remove them")
+
+
+def check_hidden_folders(hidden, declared):
+    """check_hidden_layout, then check_hidden_labs."""
+    check_hidden_layout(hidden)
+    check_hidden_labs(hidden, declared)
 
 
 # --build-timeout must be at least this many times the reference's build as a submission. That
@@ -552,6 +575,8 @@ def grade(args):
                            f"{', '.join(known)}")
     if args.hidden and not os.path.isdir(args.hidden):
         raise GradingError(f"--hidden {args.hidden} is not a folder")
+    if args.hidden:
+        check_hidden_layout(args.hidden)
     for path in args.submissions:
         if not os.path.exists(path):
             raise GradingError(f"submission {path} does not exist")
@@ -571,7 +596,7 @@ def grade(args):
             raise GradingError(f"unknown lab(s) {', '.join(unknown)}; this repository has "
                                f"{', '.join(declared)}")
         if ws.hidden:
-            check_hidden_folders(ws.hidden, declared)
+            check_hidden_labs(ws.hidden, declared)
         editable = {rel for lab in declared.values() for rel in lab.editable}
         log(f"grade: workspace ready ({time.monotonic() - t:.1f} s)")
         # Every submission is read, and every lab one of them will be graded on is set up and
