@@ -165,6 +165,29 @@ class Submissions(TempDir):
         self.assertIn("tests/lab01/test_extra.cpp", notes)
         self.assertIn("ignored the folder build/", notes)
 
+    def test_a_folder_of_submissions_given_as_one_is_named_as_such(self):
+        # tools/grade subs/ (not subs/*) read as one submission with nothing in it: without --lab
+        # the message said "pass --lab labNN to grade it anyway", which graded every student 0.
+        self.write(f"subs/alice/{EDITABLE}", b"int a;\n")
+        self.write(f"subs/bob/{EDITABLE}", b"int b;\n")
+        self.write("subs/carol.zip", b"PK")
+        subs = os.path.join(self.tmp, "subs")
+        s = self.load(subs + "/")
+        self.assertEqual(s.files, {})
+        self.assertEqual(s.nested, ["alice", "bob", "carol"])
+        notes = "\n".join(s.notes)
+        self.assertIn("looks like a folder of 3 submissions (alice, bob, carol): give each one, "
+                      f"as in tools/grade {subs}/*", s.notes[0])
+        self.assertNotIn("was not graded", notes)  # not once per student's file
+        with self.assertRaises(SubmissionError) as e:
+            cli.choose_labs(s, [], {"lab01": LAB})
+        self.assertIn("looks like a folder of 3 submissions", str(e.exception))
+        self.assertNotIn("pass --lab", str(e.exception))
+        # One student's folder, or a zip beside the files, is not taken for a class.
+        self.write(f"one/{EDITABLE}", b"int x;\n")
+        self.write("one/old.zip", b"PK")
+        self.assertEqual(self.load(os.path.join(self.tmp, "one")).nested, [])
+
     def test_a_symbolic_link_is_refused(self):
         target = self.write("elsewhere.cpp", b"secret")
         os.makedirs(os.path.join(self.tmp, "sub", os.path.dirname(EDITABLE)))

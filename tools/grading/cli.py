@@ -249,6 +249,8 @@ def choose_labs(sub, requested, declared):
                              "have: not graded")
     if not names:
         names = [n for n, lab in declared.items() if lab.editable[0] in sub.files]
+    if not names and sub.nested:
+        raise SubmissionError(f"nothing to grade: {sub.nested_note}")
     if not names:
         example = next(iter(declared.values())).editable[0]
         raise SubmissionError(

@@ -46,6 +46,10 @@ class Submission:
     ignored_tests: list = field(default_factory=list)
     ignored_other: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    # The top-level names that are themselves submissions (a folder with labs/ or MANIFEST.json,
+    # or a .zip) when there are two or more: a class's folder given as one submission.
+    nested: list = field(default_factory=list)
+    nested_note: str = ""
 
     def manifest_labs(self):
         labs = (self.manifest or {}).get("labs") or []
@@ -221,6 +225,16 @@ def load(path, editable):
         else:
             sub.ignored_other.append(rel)
 
+    nested = _nested_submissions(sub.ignored_other + sub.ignored_tests)
+    if nested:
+        sub.nested = [printable(n) for n in nested]
+        shown = ", ".join(sub.nested[:5]) + (", ..." if len(sub.nested) > 5 else "")
+        how = (f"as in tools/grade {path.rstrip('/')}/*" if os.path.isdir(path) else
+               "unpacked, to tools/grade")
+        sub.nested_note = printable(
+            f"this looks like a {'folder' if os.path.isdir(path) else 'zip'} of "
+            f"{len(sub.nested)} submissions ({shown}): give each one, {how}")
+        sub.notes.append(sub.nested_note)
     if sub.ignored_tests:
         shown = sub.ignored_tests[:20]
         more = len(sub.ignored_tests) - len(shown)
@@ -237,6 +251,8 @@ def load(path, editable):
     # A file that looks like an editable one but is not read: a wrong case or place.
     wanted = {posixpath.basename(e).lower() for e in editable} | {"starter.cpp"}
     for rel in sub.ignored_other:
+        if rel.partition("/")[0] in nested:
+            continue  # another student's file: the note above says what to do
         if posixpath.basename(rel).lower() in wanted:
             sub.notes.append(f"{rel} was not graded: a lab's file is read only as "
                              "labs/<the lab's folder>/starter.cpp (exactly so named and placed), "
@@ -249,6 +265,19 @@ def load(path, editable):
     sub.ignored_tests = [printable(n) for n in sub.ignored_tests]
     sub.ignored_other = [printable(n) for n in sub.ignored_other]
     return sub
+
+
+def _nested_submissions(paths):
+    """The top-level names among `paths` that look like submissions of their own (NAME/labs/...,
+    NAME/MANIFEST.json, NAME/starter.cpp, or NAME.zip), when there are at least two."""
+    tops = set()
+    for p in paths:
+        top, _, rest = p.partition("/")
+        if rest in (MANIFEST, "starter.cpp") or rest.startswith("labs/"):
+            tops.add(top)
+        elif not rest and p.lower().endswith(".zip"):
+            tops.add(p[:-4])
+    return sorted(tops) if len(tops) >= 2 else []
 
 
 def _clean_manifest(manifest, notes):
