@@ -487,7 +487,9 @@ def main():
                 value = kind(text)
             except ValueError:
                 raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
-            if not math.isfinite(value) or (value <= low if strict else value < low):
+            if not math.isfinite(value):
+                raise argparse.ArgumentTypeError(f"expected a finite number, got {text}")
+            if value <= low if strict else value < low:
                 raise argparse.ArgumentTypeError(
                     f"must be {'>' if strict else '>='} {low}, got {text}")
             return value

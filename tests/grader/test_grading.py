@@ -482,7 +482,12 @@ class CaseRunner(unittest.TestCase):
         for args, message in (
                 (["--exe", tempfile.gettempdir()], "is not an executable file"),
                 (["--exe", "/bin/true", "--timeout", "-1"], "argument --timeout: must be > 0"),
-                (["--exe", "/bin/true", "--timeout", "nan"], "argument --timeout: must be > 0"),
+                # Not a finite number names that, as tools/grade does ("must be > 0, got inf"
+                # named the wrong problem).
+                (["--exe", "/bin/true", "--timeout", "nan"],
+                 "argument --timeout: expected a finite number, got nan"),
+                (["--exe", "/bin/true", "--timeout", "inf"],
+                 "argument --timeout: expected a finite number, got inf"),
                 (["--exe", "/bin/true", "--mem-mb", "-5"], "argument --mem-mb: must be >= 0")):
             with self.subTest(args=args):
                 p = subprocess.run([sys.executable, testrun_py, "case", "--case", "x", *args],
