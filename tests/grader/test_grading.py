@@ -188,6 +188,26 @@ class Submissions(TempDir):
         self.write("one/old.zip", b"PK")
         self.assertEqual(self.load(os.path.join(self.tmp, "one")).nested, [])
 
+    def test_a_folder_of_grading_reports_is_not_taken_for_a_submission(self):
+        # tools/grade with no --out writes grades/NAME/ in the current folder; run from the
+        # submissions' folder, a later tools/grade * graded grades/ as one more student (0 points).
+        for files in (("grade.json", "results.json", "junit.xml"),
+                      ("summary.csv", "alice/grade.json", "alice/results.json")):
+            with self.subTest(files=files):
+                root = os.path.join(self.tmp, f"reports{len(files[0])}")
+                for f in files:
+                    self.write(os.path.join(os.path.basename(root), f), b"{}")
+                with self.assertRaises(SubmissionError) as e:
+                    self.load(root)
+                self.assertIn("holds the grader's reports", str(e.exception))
+                self.assertIn("not a submission", str(e.exception))
+        self.assertLessEqual(set(reports.REPORT_FILES) | {"summary.csv"},
+                             set(submission.REPORT_NAMES))
+        # A student's checkout with reports of their own check inside it is still a submission.
+        self.write(f"carol/{EDITABLE}", b"int c;\n")
+        self.write("carol/grade.json", b"{}")
+        self.assertEqual(self.load(os.path.join(self.tmp, "carol")).files, {EDITABLE: b"int c;\n"})
+
     def test_a_symbolic_link_is_refused(self):
         target = self.write("elsewhere.cpp", b"secret")
         os.makedirs(os.path.join(self.tmp, "sub", os.path.dirname(EDITABLE)))

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 
 from . import SubmissionError, printable
 
+# What tools/grade writes into a report folder (reports.REPORT_FILES, and cli's summary.csv). Not
+# imported from reports: tools/submit, on a student's machine, loads this module without it.
+REPORT_NAMES = ("grade.json", "results.json", "junit.xml", "summary.csv")
 MANIFEST = "MANIFEST.json"
 MANIFEST_FORMAT = "speclab-submission/1"
 MAX_FILE_BYTES = 1 << 20      # an editable file larger than this is refused
@@ -260,6 +263,13 @@ def load(path, editable):
     if sub.flat_starter is not None and sub.files:
         sub.notes.append("both starter.cpp at the top and " + ", ".join(sorted(sub.files)) +
                          " were submitted: the lab's own path is graded")
+    tops = {p[len(prefix):] for p in entries if p.startswith(prefix)}
+    reports_here = sorted(tops & set(REPORT_NAMES))
+    if reports_here and not sub.files and sub.flat_starter is None and sub.manifest is None:
+        # tools/grade without --out writes grades/NAME/ in the current folder: a later
+        # tools/grade * run there took grades/ for one more student.
+        raise SubmissionError(f"{path} holds the grader's reports ({', '.join(reports_here)}), "
+                              "not a submission: give the students' folders or zips")
     _check_manifest(sub)
     sub.notes = [printable(n) for n in sub.notes]
     sub.ignored_tests = [printable(n) for n in sub.ignored_tests]
