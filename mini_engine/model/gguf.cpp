@@ -45,10 +45,16 @@ class Cursor {
     return v;
   }
   std::string read_string(const std::string& field) {
+    return read_string([&] { return field; });
+  }
+  // The same, with the field's name made by name() only for a message.
+  template <class Name>
+  std::string read_string(const Name& name) {
     const std::uint64_t at = pos_;
-    const auto len = read<std::uint64_t>(field + " length");
+    if (remaining() < sizeof(std::uint64_t)) need(sizeof(std::uint64_t), name() + " length");
+    const auto len = read<std::uint64_t>("");
     if (len > remaining()) {
-      fail(field + " length " + std::to_string(len) + " runs past the end of the file", at);
+      fail(name() + " length " + std::to_string(len) + " runs past the end of the file", at);
     }
     std::string s(reinterpret_cast<const char*>(bytes_.data() + pos_), len);
     pos_ += len;
@@ -157,8 +163,13 @@ GgufValue read_value(Cursor& c, const std::string& key) {
   const std::string field = "element of array '" + shown + "'";
   GgufValue item;
   if (v.array_type == GgufType::STRING) {
+    // Only a string can run past the end once the count has passed read_count: the message names
+    // which one (the field text is built only then).
     v.strings.reserve(n);
-    for (std::uint64_t i = 0; i < n; ++i) v.strings.push_back(c.read_string(field));
+    for (std::uint64_t i = 0; i < n; ++i) {
+      v.strings.push_back(c.read_string(
+          [&] { return "element " + std::to_string(i) + " of array '" + shown + "'"; }));
+    }
   } else if (v.array_type == GgufType::FLOAT32 || v.array_type == GgufType::FLOAT64) {
     v.reals.reserve(n);
     for (std::uint64_t i = 0; i < n; ++i) {

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -179,6 +180,21 @@ TEST_SUITE("model / GGUF reader") {
     bytes = sample_file();
     std::memcpy(bytes.data() + 24, &huge, 8);  // length of the first key
     CHECK_THROWS_WITH_AS(GgufFile::parse(bytes), doctest::Contains("runs past the end"), GgufError);
+  }
+
+  TEST_CASE("a string of an array that runs past the end is named with its index") {
+    // "element of array 'tokenizer.ggml.tokens' length ... runs past the end" did not say which
+    // of 49152 strings it was.
+    auto bytes = sample_file();
+    const std::uint8_t ab[] = {2, 0, 0, 0, 0, 0, 0, 0, 'a', 'b'};  // the third token, "ab"
+    const auto at = std::search(bytes.begin(), bytes.end(), std::begin(ab), std::end(ab));
+    REQUIRE(at != bytes.end());
+    const std::uint64_t huge = 1ULL << 40;
+    std::memcpy(&*at, &huge, 8);
+    CHECK_THROWS_WITH_AS(GgufFile::parse(bytes),
+                         doctest::Contains("element 2 of array 'tokenizer.ggml.tokens' length "
+                                           "1099511627776 runs past the end of the file"),
+                         GgufError);
   }
 
   TEST_CASE("truncation at every offset gives a GgufError, never a crash") {
