@@ -1042,6 +1042,8 @@ class Generate(unittest.TestCase):
             rc, out, err = speclab(*args, "--drafter", drafter)
             self.assertEqual(rc, 0, err)
             self.assertEqual(out, base, drafter)
+            # The header says how it sampled, not just "sampled".
+            self.assertIn(", sampled (temperature 0.8, seed 7)\n", err)
 
     def test_periodic_text_needs_far_fewer_target_runs(self):
         _, _, err = speclab("generate", "--model", "toy", "--max-new-tokens", "200", "--k", "5")
@@ -2105,7 +2107,8 @@ class RealModel(unittest.TestCase):
                                    "0.7", "--seed", "4", "--csv", str(csv_path), "--json",
                                    str(json_path))
             self.assertEqual(rc, 0, err)
-            self.assertIn("LAB_IMPL=solution, sampled, max-new-tokens 4", out)
+            self.assertIn("LAB_IMPL=solution, sampled (temperature 0.7, seed 4), max-new-tokens 4",
+                          out)
             import csv
             rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
             self.assertEqual({r["temperature"] for r in rows}, {"0.7"})

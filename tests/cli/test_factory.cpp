@@ -96,6 +96,16 @@ TEST_SUITE("cli / factory") {
                          CLI::ValidationError);
   }
 
+  TEST_CASE(
+      "a run's header says how it decodes: greedy, or sampled with its temperature and seed") {
+    // The headers said "sampled" alone: two runs at different temperatures read alike.
+    CHECK(sampling_label(0.0, 7) == "greedy");
+    CHECK(sampling_label(0.7, 4) == "sampled (temperature 0.7, seed 4)");
+    CHECK(sampling_label(1.0, 0) == "sampled (temperature 1, seed 0)");
+    CHECK(sampling_label(0.125, 18446744073709551615ULL) ==
+          "sampled (temperature 0.125, seed 18446744073709551615)");
+  }
+
   TEST_CASE("a whole number is read in decimal: a leading zero is refused, not taken as octal") {
     const auto parse = [](const std::string& value) {
       return parse_checked<int>(int_in(0, 64, "drafts per round"), value);

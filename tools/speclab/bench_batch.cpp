@@ -190,7 +190,7 @@ void print_table(const BatchBenchSettings& s, const Model& model, const BatchRun
       "speclab bench --batch: %s, LAB_IMPL=%s, %s, max-new-tokens %d, %d repeats, %s clock\n"
       "first turns only: %d requests (the workload's conversations in turn) at every batch "
       "size B, decoded in consecutive batches of B\n%s\n",
-      model.description.c_str(), lab_impl(), s.temperature == 0.0 ? "greedy" : "sampled",
+      model.description.c_str(), lab_impl(), sampling_label(s.temperature, s.seed).c_str(),
       s.max_new_tokens, s.repeats, s.clock.c_str(), run.total_requests,
       round_trip_line(run.round_trips,
                       "one before each repeat of a batch size and one after the last")

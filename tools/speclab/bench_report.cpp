@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "factory.h"
+
 namespace speclab::cli {
 namespace {
 
@@ -154,8 +156,8 @@ void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseRe
   for (const CaseResult& c : cases) multi_turn = multi_turn || c.spec_later_turns.target_runs > 0;
   std::fprintf(out, "\n%s, LAB_IMPL=%s, %s, max %d new tokens, median of %d repeats, %s clock\n",
                meta.model.c_str(), meta.lab_impl.c_str(),
-               meta.temperature == 0.0 ? "greedy" : "sampled", meta.max_new_tokens, meta.repeats,
-               meta.clock.c_str());
+               sampling_label(meta.temperature, meta.seed).c_str(), meta.max_new_tokens,
+               meta.repeats, meta.clock.c_str());
   std::fputs(round_trip_line(meta.round_trip, "one before each conversation and one after the last")
                  .c_str(),
              out);

@@ -53,7 +53,7 @@ void run_chat(ChatOptions o) {
   std::fprintf(stderr, "speclab chat: %s, drafter %s, k=%d, %s. One message per line%s.\n",
                model.description.c_str(),
                drafter ? drafter->name().c_str() : "none (plain decoding)", o.decode.k,
-               o.decode.temperature == 0.0 ? "greedy" : "sampled",
+               sampling_label(o.decode.temperature, o.decode.seed).c_str(),
                interactive ? "; end with Ctrl-D" : "");
   if (!model.codec->is_text()) {
     std::fprintf(stderr, "(the toy target's messages are token ids, e.g. \"3 1 4 1 5\")\n");

@@ -755,6 +755,13 @@ void warn_ignored_flags(const CLI::App& cmd, const FlagContext& run) {
 
 // ---- decoding ----
 
+std::string sampling_label(double temperature, std::uint64_t seed) {
+  if (temperature == 0.0) return "greedy";
+  char t[32];
+  std::snprintf(t, sizeof t, "%g", temperature);
+  return std::string("sampled (temperature ") + t + ", seed " + std::to_string(seed) + ")";
+}
+
 void add_decode_flags(CLI::App& cmd, DecodeOptions& o) {
   cmd.add_option("--k", o.k, "Drafts per round")
       ->check(int_in(1, 64, "drafts per round"))

@@ -221,6 +221,10 @@ struct DecodeOptions {
   int max_new_tokens = 128;
 };
 
+// How a run decodes, for the header lines of generate, chat and bench: "greedy" at temperature 0,
+// else "sampled (temperature 0.7, seed 4)" (the temperature as %g).
+std::string sampling_label(double temperature, std::uint64_t seed);
+
 // Adds --k, --temperature, --seed and --max-new-tokens (default `default_max_new_tokens`).
 void add_decode_flags(CLI::App& cmd, DecodeOptions& options);
 

@@ -25,7 +25,7 @@ void run_generate(const GenerateOptions& o) {
   std::fprintf(stderr, "speclab generate: %s, drafter %s, k=%d, %s\n",
                run.model.description.c_str(),
                run.drafter ? run.drafter->name().c_str() : "none (plain decoding)", o.decode.k,
-               o.decode.temperature == 0.0 ? "greedy" : "sampled");
+               sampling_label(o.decode.temperature, o.decode.seed).c_str());
   if (color && color_wanted(stderr)) {
     std::fprintf(stderr,
                  "%saccepted draft tokens look like this%s; the rest came from the target\n",
