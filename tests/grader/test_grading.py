@@ -1317,6 +1317,17 @@ class BuildTimeoutCheck(TempDir):
         self.assertIn("--no-reference-check skip checking the limits against the reference "
                       "solution", text)
 
+    def test_no_line_of_the_help_is_longer_than_100_characters(self):
+        # The description and its 'Exit status' paragraph are printed as typed
+        # (RawDescriptionHelpFormatter): lines of 150 characters there wrapped anyhow in an
+        # 80- or 100-column terminal. argparse wraps the options to the terminal's width, which
+        # ran past 100 on a wider one.
+        for columns in ("80", "100", "200"):
+            with self.subTest(columns=columns), mock.patch.dict(os.environ, {"COLUMNS": columns}):
+                lines = cli.parser().format_help().splitlines()
+                self.assertGreater(len(lines), 30)
+                self.assertEqual([line for line in lines if len(line) > 100], [])
+
 
 class Summary(TempDir):
     def test_names_are_the_base_names_and_clashes_are_qualified_by_their_folders(self):

@@ -23,18 +23,20 @@ NAME is the folder or zip name; submissions that share one are qualified by thei
 (sec1/alice.zip, sec2/alice.zip: sec1-alice, sec2-alice).
 
 Exit status: 0 when every submission was graded, whatever the scores; 1 when grading could not
-run (the reason is printed: a points file that misses a case, a reference solution that fails,
-a --build-timeout too short for the reference's build, an unreadable submission, a --hidden
-folder with files but no labNN/ folder or that is part of the repository's build (tests/), a --work folder that holds files the grader did not put there,
-a hidden test that changed while a submission was graded, ...); 2 for a usage error (an unknown flag, no SUBMISSION, a --lab that is not a lab name or is
-named twice, an empty --hidden, --work or --out, a --work that is the repository or holds it, a
---work or --out that is a file or lies inside one, a --timeout, --build-timeout or --jobs that is not > 0, a --mem-mb that is
-neither 0 nor at least 64).
+run (the reason is printed: a points file that misses a case, a reference solution that fails, a
+--build-timeout too short for the reference's build, an unreadable submission, a --hidden folder
+with files but no labNN/ folder or that is part of the repository's build (tests/), a --work
+folder that holds files the grader did not put there, a hidden test that changed while a
+submission was graded, ...); 2 for a usage error (an unknown flag, no SUBMISSION, a --lab that
+is not a lab name or is named twice, an empty --hidden, --work or --out, a --work that is the
+repository or holds it, a --work or --out that is a file or lies inside one, a --timeout,
+--build-timeout or --jobs that is not > 0, a --mem-mb that is neither 0 nor at least 64).
 """
 import argparse
 import csv
 import math
 import os
+import shutil
 import sys
 import time
 
@@ -739,9 +741,19 @@ def _mem_mb(text):
     return value
 
 
+HELP_WIDTH = 100  # the description above is typed to fit it; the options are wrapped to it
+
+
+def _help_formatter(prog):
+    # argparse wraps the options to the terminal's width: on a wide one they ran past the typed
+    # description. At most HELP_WIDTH, less on a narrower terminal.
+    width = min(HELP_WIDTH, shutil.get_terminal_size().columns - 2)
+    return argparse.RawDescriptionHelpFormatter(prog, width=width)
+
+
 def parser():
     p = argparse.ArgumentParser(prog="tools/grade", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=_help_formatter)
     p.add_argument("submissions", nargs="*", metavar="SUBMISSION",
                    help="a folder or a .zip made by tools/submit")
     p.add_argument("--lab", action="append", default=[], metavar="labNN",
