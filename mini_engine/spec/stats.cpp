@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "mini_engine/core/plural.h"
+
 namespace speclab {
 
 void SpecStats::record_round(int drafted_now, int accepted_now, int emitted_now) {
@@ -57,9 +59,9 @@ std::string SpecStats::summary() const {
   char buf[320];
   const double tps = total_seconds > 0 ? static_cast<double>(emitted) / total_seconds : 0.0;
   std::snprintf(buf, sizeof buf,
-                "%lld tokens, %lld target runs, %.2f tokens/run, acceptance %s, "
+                "%s, %s, %.2f tokens/run, acceptance %s, "
                 "time prefill %.3fs draft %.3fs verify %.3fs other %.3fs, %.1f tokens/s",
-                static_cast<long long>(emitted), static_cast<long long>(target_runs),
+                plural(emitted, "token").c_str(), plural(target_runs, "target run").c_str(),
                 tokens_per_run(), acceptance, prefill_seconds, draft_seconds, verify_seconds,
                 other_seconds(), tps);
   return buf;

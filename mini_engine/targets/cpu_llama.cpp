@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "mini_engine/core/plural.h"
 #include "mini_engine/core/printable.h"
 #include "mini_engine/targets/cpu_attention.h"
 #include "mini_engine/targets/spin_barrier.h"
@@ -230,7 +231,7 @@ CpuLlama::CpuLlama(GgufFile file, CpuLlamaOptions options)
 CpuLlama::~CpuLlama() = default;
 
 std::string CpuLlama::name() const {
-  return "cpu-llama(" + model_name_ + ", " + std::to_string(threads_) + " threads)";
+  return "cpu-llama(" + model_name_ + ", " + plural(threads_, "thread") + ")";
 }
 
 void CpuLlama::truncate(int new_len) {

@@ -47,8 +47,8 @@ class CpuLlama final : public Target {
   CpuLlama(GgufFile file, CpuLlamaOptions options = {});
   ~CpuLlama() override;
 
-  // "cpu-llama(NAME, T threads)": NAME is the file's general.name ("llama" without one),
-  // printable() and clipped() to 64 bytes.
+  // "cpu-llama(NAME, T threads)" ("1 thread" for one): NAME is the file's general.name ("llama"
+  // without one), printable() and clipped() to 64 bytes.
   std::string name() const override;
   int vocab_size() const override { return w_.hp.n_vocab; }
   int max_length() const override { return max_length_; }

@@ -26,12 +26,12 @@ using speclab::cli::write_json;
 namespace {
 
 // What print_table writes for the one case `c`.
-std::string table_of(const CaseResult& c) {
+std::string table_of(const CaseResult& c, const BenchMeta& meta = {}) {
   char* text = nullptr;
   size_t size = 0;
   std::FILE* out = open_memstream(&text, &size);
   REQUIRE(out != nullptr);
-  speclab::cli::print_table(out, BenchMeta{}, {c});
+  speclab::cli::print_table(out, meta, {c});
   std::fclose(out);
   std::string table(text, size);
   std::free(text);
@@ -130,6 +130,29 @@ TEST_CASE("the round-trip line names the CPUs probed when they may not be the mo
         "cross-core round trip: 80 to 400 ns over 2 probes, " + when + ", " + r.scope +
             " (two CPUs on one die or on two: see book/engine_forward.md)\n");
   CHECK(round_trip_line(RoundTripRange{}, when) == "cross-core round trip: n/a (not measured)\n");
+  RoundTripRange one;  // the other probes measured nothing
+  one.add(CoreRoundTrip{80.0, ""});
+  CHECK(round_trip_line(one, when) ==
+        "cross-core round trip: 80 ns over 1 probe, " + when +
+            " (two CPUs on one die or on two: see book/engine_forward.md)\n");
+}
+
+TEST_CASE("the table's first line counts one new token and one repeat in the singular") {
+  // "max 1 new tokens, median of 1 repeats".
+  BenchMeta meta;
+  meta.model = "toy target";
+  meta.lab_impl = "solution";
+  meta.max_new_tokens = 1;
+  meta.repeats = 1;
+  CHECK(
+      table_of(CaseResult{}, meta)
+          .find("toy target, LAB_IMPL=solution, greedy, max 1 new token, median of 1 repeat, wall "
+                "clock\n") != std::string::npos);
+  meta.max_new_tokens = 128;
+  meta.repeats = 3;
+  CHECK(
+      table_of(CaseResult{}, meta).find("max 128 new tokens, median of 3 repeats, wall clock\n") !=
+      std::string::npos);
 }
 
 TEST_CASE(

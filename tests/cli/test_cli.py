@@ -213,7 +213,7 @@ class BadInput(unittest.TestCase):
         self.assertIn("speclab: warning: --n 3 (the default) is too long for the context: this "
                       "run holds at most 2 tokens", err)
         self.assertIn("the drafter proposes nothing in this run; give a smaller --n to draft", err)
-        self.assertIn("stats: 1 tokens, 1 target runs", err)
+        self.assertIn("stats: 1 token, 1 target run, ", err)
         err = self.assert_refused(["generate", "--model", "toy", "--prompt", "5",
                                    "--max-new-tokens", "2", "--context", "3", "--n", "3"], "--n 3")
         self.assertNotIn("(the default)", err)
@@ -1021,6 +1021,28 @@ class Generate(unittest.TestCase):
                      "other", "tokens/s"):
             self.assertIn(part, stats[0])
 
+    def test_one_token_and_one_run_are_counted_in_the_singular(self):
+        # "stats: 1 tokens, 1 target runs", and "the prompt (1 tokens)" in a refusal.
+        rc, _, err = speclab("generate", "--model", "toy", "--prompt", "5", "--max-new-tokens",
+                             "1", "--n", "1", "--no-color")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("stats: 1 token, 1 target run, 1.00 tokens/run", err)
+        rc, _, err = speclab("trace", "--model", "toy", "--prompt", "5", "--max-new-tokens", "1",
+                             "--n", "1", "--out", "-")
+        self.assertEqual(rc, 0, err)
+        self.assertIn(", k=5: 1 token, 1 target run, 1.00 tokens/run", err)
+        self.assertIn("the prompt (1 token) + --max-new-tokens 8 does not fit the context",
+                      self.refused("generate", "--model", "toy", "--prompt", "5",
+                                   "--max-new-tokens", "8", "--context", "4"))
+        self.assertIn("n - 1 = 1 token\n",
+                      self.refused("generate", "--model", "toy", "--prompt", "5", "--drafter",
+                                   "ngram", "--n", "2", "--min-context", "2"))
+
+    def refused(self, *args):
+        rc, _, err = speclab(*args)
+        self.assertEqual(rc, 2, err)
+        return err
+
     def test_every_drafter_gives_the_plain_decoding_output(self):
         _, base, _ = speclab("generate", "--model", "toy", "--regime", "markov", "--drafter", "none",
                              "--max-new-tokens", "120")
@@ -1159,6 +1181,9 @@ class Chat(unittest.TestCase):
         self.assertIn("[turn 1] 30 tokens", err)
         self.assertIn("[turn 2] 30 tokens", err)
         self.assertIn("chat: 2 turns", err)
+        # The later turns are turn 2 alone here: "turns 2..2" read as a range.
+        self.assertRegex(err, r"chat: 2 turns\. tokens/run: turn 1 [\d.]+, turn 2 [\d.]+; "
+                              r"acceptance: turn 1 [\d.]+%, later [\d.]+%\n")
 
     def test_an_n_past_the_context_is_refused_before_any_message_is_read(self):
         # It was checked with each message: at a terminal every message was refused with "send
@@ -1181,7 +1206,7 @@ class Chat(unittest.TestCase):
     def test_a_reply_length_past_the_context_is_refused_before_any_message_is_read(self):
         # No message can fit: it was refused message by message ("send another message" at a
         # terminal), and empty input said "no message on standard input".
-        needle = ("the conversation's opening with a one-character message (1 tokens) + "
+        needle = ("the conversation's opening with a one-character message (1 token) + "
                   "--max-new-tokens 20 does not fit the context")
         args = ("chat", "--model", "toy", "--context", "10", "--max-new-tokens", "20")
         rc, out, err = speclab(*args, stdin=b"")
@@ -1497,6 +1522,11 @@ class Bench(unittest.TestCase):
             self.assertEqual(rc, 1)
             self.assertIn("turn 1, output token", err)
             self.assertIn("OUTPUT DIFFERS FROM PLAIN DECODING", out)
+            # One of each, counted in the singular ("1 workloads (1 conversations) x 1 drafter
+            # settings x 1 repeats", "1 speculative outputs differed").
+            self.assertIn(": 1 workload (1 conversation) x 1 drafter setting x 1 repeat\n", err)
+            self.assertIn(", max 32 new tokens, median of 1 repeat, wall clock\n", out)
+            self.assertIn("bench: FAILED: 1 speculative output differed from plain decoding;", err)
             case = json.loads(js.read_text())["cases"][0]
             self.assertFalse(case["identical"])
             rows = csv.read_text().splitlines()
@@ -1849,6 +1879,11 @@ class Demo(unittest.TestCase):
         rc, _, err = speclab("demo", "--model", "toy", "--n", "25", "--max-new-tokens", "10")
         self.assertEqual(rc, 0, err)
 
+    def test_demo_counts_one_token_in_the_singular(self):
+        rc, out, err = speclab("demo", "--model", "toy", "--max-new-tokens", "1")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("SpecLab demo: greedy decoding of 1 token on the toy target", out)
+
     def test_demo_names_a_flag_that_has_no_effect(self):
         missing = {"SPECLAB_MODEL": "/nonexistent/SmolLM2.gguf"}
         rc, _, err = speclab("demo", "--model", "toy", "--threads", "2", "--max-new-tokens", "16",
@@ -2109,6 +2144,9 @@ class RealModel(unittest.TestCase):
             self.assertEqual(rc, 0, err)
             self.assertIn("LAB_IMPL=solution, sampled (temperature 0.7, seed 4), max-new-tokens 4",
                           out)
+            # One repeat and one model thread, in the singular ("1 repeats", "1 threads").
+            self.assertIn(", 1 thread), LAB_IMPL=", out)
+            self.assertIn(", max-new-tokens 4, 1 repeat, wall clock\n", out)
             import csv
             rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
             self.assertEqual({r["temperature"] for r in rows}, {"0.7"})
@@ -2122,11 +2160,13 @@ class RealModel(unittest.TestCase):
             odd = Path(tmp) / 'edit\n"quoted".jsonl'
             shutil.copy(ROOT / "data" / "workloads" / "code_edit.jsonl", odd)
             csv_path = Path(tmp) / "b.csv"
-            rc, _, err = speclab("bench", "--model", "smollm2", "--threads", "1", "--workload",
-                                 str(odd), "--batch", "1", "--prompts", "1", "--repeats", "1",
-                                 "--max-new-tokens", "4", "--drafter", "sa", "--csv",
-                                 str(csv_path), "--json", "")
+            rc, out, err = speclab("bench", "--model", "smollm2", "--threads", "1", "--workload",
+                                   str(odd), "--batch", "1", "--prompts", "1", "--repeats", "1",
+                                   "--max-new-tokens", "4", "--drafter", "sa", "--csv",
+                                   str(csv_path), "--json", "")
             self.assertEqual(rc, 0, err)
+            self.assertIn("first turns only: 1 request (the workload's conversations in turn)",
+                          out)
             import csv
             rows = list(csv.reader(io.StringIO(csv_path.read_text())))
             self.assertEqual(len(rows), 2, rows)

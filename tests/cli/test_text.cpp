@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "mini_engine/core/plural.h"
 #include "text.h"
 
 using namespace speclab;
@@ -173,4 +174,16 @@ TEST_SUITE("cli / text") {
     CHECK(out.size() == static_cast<std::size_t>(kRounds));
     CHECK(codec.decoded() <= kRounds);
   }
+}
+
+TEST_CASE("plural: a count and its noun, singular for one") {
+  CHECK(plural(1, "token") == "1 token");
+  CHECK(plural(0, "token") == "0 tokens");
+  CHECK(plural(2, "token") == "2 tokens");
+  CHECK(plural(std::int64_t{1} << 40, "target run") == "1099511627776 target runs");
+  CHECK(plural(std::size_t{1}, "drafter setting") == "1 drafter setting");
+  CHECK(plural(1L, "repeat") == "1 repeat");
+  // A noun that does not take an s: its plural given.
+  CHECK(plural(1, "die", "dice") == "1 die");
+  CHECK(plural(2, "die", "dice") == "2 dice");
 }

@@ -501,6 +501,16 @@ TEST_SUITE("engine / speculative loop") {
           "prefill 0.000s draft 0.000s verify 0.000s other 1.000s, 2.0 tokens/s");
   }
 
+  TEST_CASE("SpecStats::summary: one token and one run are singular") {
+    // generate's stats line read "1 tokens, 1 target runs" for a one-token run.
+    SpecStats s;
+    s.record_round(0, 0, 1);
+    s.total_seconds = 1.0;
+    CHECK(s.summary() ==
+          "1 token, 1 target run, 1.00 tokens/run, acceptance n/a (nothing drafted), time "
+          "prefill 0.000s draft 0.000s verify 0.000s other 1.000s, 1.0 tokens/s");
+  }
+
   TEST_CASE("SpecStats::record_round rejects counts no round can have") {
     // accepted > drafted indexed past accepted_at; a negative count indexed before the vectors.
     SpecStats s;

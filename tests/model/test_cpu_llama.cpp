@@ -149,6 +149,9 @@ TEST_SUITE("engine_forward / loading a Llama GGUF") {
     TinyLlamaSpec s;
     const Tiny plain = make_tiny(s);
     CHECK(plain.target->name().find("cpu-llama(tiny-test-llama, ") == 0);
+    // One thread is "1 thread": the header line of every run with --threads 1 said "1 threads".
+    CHECK(make_tiny(s, {.threads = 1}).target->name() == "cpu-llama(tiny-test-llama, 1 thread)");
+    CHECK(make_tiny(s, {.threads = 3}).target->name() == "cpu-llama(tiny-test-llama, 3 threads)");
     s.name = "\x1b[2Jtiny" + std::string(1000, 'y');
     const Tiny odd = make_tiny(s);
     const std::string name = odd.target->name();

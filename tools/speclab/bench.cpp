@@ -25,6 +25,7 @@
 #include "bench_run.h"
 #include "commands.h"
 #include "factory.h"
+#include "mini_engine/core/plural.h"
 #include "mini_engine/targets/toy_target.h"
 #include "output_file.h"
 #include "progress.h"
@@ -283,9 +284,9 @@ int run_bench(const BenchOptions& o) {
         // model's own limit; shorter prompts are the workload's to change.
         const bool prompts_fit = templates < static_cast<size_t>(m.target->max_length());
         const bool below_limit = m.target->max_length() < m.context_limit;
-        std::string way_out = prompts_fit ? std::string(" tokens (lower --max-new-tokens")
-                                          : " tokens (its prompts alone hold " +
-                                                std::to_string(templates) + " tokens";
+        std::string way_out = prompts_fit
+                                  ? std::string(" tokens (lower --max-new-tokens")
+                                  : " tokens (its prompts alone hold " + plural(templates, "token");
         if (below_limit) {
           way_out += std::string(prompts_fit ? ", or" : ":") +
                      " raise --context, up to the model's own limit of " +
@@ -295,9 +296,9 @@ int run_bench(const BenchOptions& o) {
                      std::to_string(m.target->max_length()) + " is the model's own limit";
         }
         way_out += ")";
-        throw UsageError("workload " + w.name + ", '" + c.id + "': its " + std::to_string(turns) +
-                         (turns == 1 ? " turn (" : " turns (") + std::to_string(templates) +
-                         " tokens of prompts and templates) + --max-new-tokens " +
+        throw UsageError("workload " + w.name + ", '" + c.id + "': its " + plural(turns, "turn") +
+                         " (" + plural(templates, "token") +
+                         " of prompts and templates) + --max-new-tokens " +
                          std::to_string(o.max_new_tokens) +
                          " for each reply do not fit the context: " + m.target->name() +
                          " holds at most " + std::to_string(m.target->max_length()) + way_out);
@@ -359,11 +360,11 @@ int run_bench(const BenchOptions& o) {
   size_t conversations = 0;
   for (const auto& w : workloads) conversations += w.items.size();
   // "cases" are drafter settings (drafter x k x n ...), not prompts: say both.
-  std::fprintf(stderr,
-               "speclab bench: %s, LAB_IMPL=%s: %zu workloads (%zu conversations) x %zu drafter "
-               "settings x %d repeats\n",
-               toy ? "toy target" : shared.description.c_str(), lab_impl(), workloads.size(),
-               conversations, cases.size(), o.repeats);
+  std::fprintf(
+      stderr, "speclab bench: %s, LAB_IMPL=%s: %s (%s) x %s x %s\n",
+      toy ? "toy target" : shared.description.c_str(), lab_impl(),
+      plural(workloads.size(), "workload").c_str(), plural(conversations, "conversation").c_str(),
+      plural(cases.size(), "drafter setting").c_str(), plural(o.repeats, "repeat").c_str());
   ProgressBar progress(total_runs, !o.no_progress && isatty(fileno(stderr)) != 0);
   int mismatches = 0;
   std::vector<TurnTokens> turn_tokens;  // --tokens
@@ -464,9 +465,9 @@ int run_bench(const BenchOptions& o) {
   if (!written.empty()) std::fprintf(stderr, "bench: wrote %s\n", join_and(written).c_str());
   if (mismatches > 0) {
     std::fprintf(stderr,
-                 "bench: FAILED: %d speculative outputs differed from plain decoding; speculative "
-                 "decoding must be lossless (see the MISMATCH lines above)\n",
-                 mismatches);
+                 "bench: FAILED: %s differed from plain decoding; speculative decoding must be "
+                 "lossless (see the MISMATCH lines above)\n",
+                 plural(mismatches, "speculative output").c_str());
     return 1;
   }
   return 0;

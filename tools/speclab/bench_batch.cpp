@@ -15,6 +15,7 @@
 #include "bench_report.h"
 #include "bench_run.h"
 #include "core_probe.h"
+#include "mini_engine/core/plural.h"
 #include "mini_engine/spec/batch_loop.h"
 #include "output_file.h"
 #include "progress.h"
@@ -187,11 +188,12 @@ BatchRun run_cases(const BatchBenchSettings& s, const std::vector<BenchCase>& ca
 
 void print_table(const BatchBenchSettings& s, const Model& model, const BatchRun& run) {
   std::printf(
-      "speclab bench --batch: %s, LAB_IMPL=%s, %s, max-new-tokens %d, %d repeats, %s clock\n"
-      "first turns only: %d requests (the workload's conversations in turn) at every batch "
+      "speclab bench --batch: %s, LAB_IMPL=%s, %s, max-new-tokens %d, %s, %s clock\n"
+      "first turns only: %s (the workload's conversations in turn) at every batch "
       "size B, decoded in consecutive batches of B\n%s\n",
       model.description.c_str(), lab_impl(), sampling_label(s.temperature, s.seed).c_str(),
-      s.max_new_tokens, s.repeats, s.clock.c_str(), run.total_requests,
+      s.max_new_tokens, plural(s.repeats, "repeat").c_str(), s.clock.c_str(),
+      plural(run.total_requests, "request").c_str(),
       round_trip_line(run.round_trips,
                       "one before each repeat of a batch size and one after the last")
           .c_str());
@@ -315,8 +317,8 @@ int run_bench_batch(const BatchBenchSettings& settings, const std::vector<BenchC
                  settings.json.c_str());
   }
   if (run.mismatches > 0) {
-    std::fprintf(stderr, "bench: FAILED: %d speculative outputs differed from plain decoding\n",
-                 run.mismatches);
+    std::fprintf(stderr, "bench: FAILED: %s differed from plain decoding\n",
+                 plural(run.mismatches, "speculative output").c_str());
     return 1;
   }
   return 0;

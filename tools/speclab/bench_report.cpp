@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "factory.h"
+#include "mini_engine/core/plural.h"
 
 namespace speclab::cli {
 namespace {
@@ -126,8 +127,8 @@ std::string CaseResult::al_range() const {
 
 std::string round_trip_line(const RoundTripRange& all, const std::string& when) {
   if (all.measured == 0) return "cross-core round trip: " + all.describe() + "\n";
-  return "cross-core round trip: " + all.describe() + " over " + std::to_string(all.measured) +
-         " probes, " + when + (all.scope.empty() ? "" : ", " + all.scope) +
+  return "cross-core round trip: " + all.describe() + " over " + plural(all.measured, "probe") +
+         ", " + when + (all.scope.empty() ? "" : ", " + all.scope) +
          " (two CPUs on one die or on two: see book/engine_forward.md)\n";
 }
 
@@ -154,10 +155,10 @@ std::string case_label(const std::string& drafter, int sa_draft_ratio) {
 void print_table(std::FILE* out, const BenchMeta& meta, const std::vector<CaseResult>& cases) {
   bool multi_turn = false;
   for (const CaseResult& c : cases) multi_turn = multi_turn || c.spec_later_turns.target_runs > 0;
-  std::fprintf(out, "\n%s, LAB_IMPL=%s, %s, max %d new tokens, median of %d repeats, %s clock\n",
-               meta.model.c_str(), meta.lab_impl.c_str(),
-               sampling_label(meta.temperature, meta.seed).c_str(), meta.max_new_tokens,
-               meta.repeats, meta.clock.c_str());
+  std::fprintf(out, "\n%s, LAB_IMPL=%s, %s, max %s, median of %s, %s clock\n", meta.model.c_str(),
+               meta.lab_impl.c_str(), sampling_label(meta.temperature, meta.seed).c_str(),
+               plural(meta.max_new_tokens, "new token").c_str(),
+               plural(meta.repeats, "repeat").c_str(), meta.clock.c_str());
   std::fputs(round_trip_line(meta.round_trip, "one before each conversation and one after the last")
                  .c_str(),
              out);

@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "factory.h"
+#include "mini_engine/core/plural.h"
 #include "user_files.h"
 
 namespace speclab::cli {
@@ -77,11 +78,14 @@ void run_chat(ChatOptions o) {
   // Turn 1 against the later turns: the turn-2 effect.
   const auto print_summary = [&] {
     if (turn < 2) return;
+    // "turn 2" when it is the only later turn ("turns 2..2" read as a range).
+    const std::string later = turn == 2 ? "turn 2" : "turns 2.." + std::to_string(turn);
     std::fprintf(stderr,
-                 "chat: %d turns. tokens/run: turn 1 %.2f, turns 2..%d %.2f; acceptance: turn 1 "
-                 "%.1f%%, later %.1f%%\n",
-                 turn, first_turn.tokens_per_run(), turn, later_turns.tokens_per_run(),
-                 100.0 * first_turn.acceptance_rate(), 100.0 * later_turns.acceptance_rate());
+                 "chat: %s. tokens/run: turn 1 %.2f, %s %.2f; acceptance: turn 1 %.1f%%, later "
+                 "%.1f%%\n",
+                 plural(turn, "turn").c_str(), first_turn.tokens_per_run(), later.c_str(),
+                 later_turns.tokens_per_run(), 100.0 * first_turn.acceptance_rate(),
+                 100.0 * later_turns.acceptance_rate());
   };
   // The conversation so far with `line` as the next user turn. Throws UsageError naming the turn
   // when the message is not valid UTF-8 or not a message, or when the conversation, with a

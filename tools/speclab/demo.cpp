@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "factory.h"
 #include "mini_engine/core/clock.h"
+#include "mini_engine/core/plural.h"
 #include "mini_engine/spec/loop.h"
 #include "mini_engine/targets/toy_target.h"
 #include "workloads.h"
@@ -78,10 +79,8 @@ bool demo_regime(ToyRegime regime, const DemoOptions& o, int max_new_tokens) {
 
 bool toy_demo(const DemoOptions& o) {
   const int max_new = o.max_new_tokens > 0 ? o.max_new_tokens : 256;
-  std::printf(
-      "SpecLab demo: greedy decoding of %d tokens on the toy target, prompt lookup n=%d, "
-      "k=%d\n\n",
-      max_new, o.n > 0 ? o.n : 2, o.k);
+  std::printf("SpecLab demo: greedy decoding of %s on the toy target, prompt lookup n=%d, k=%d\n\n",
+              plural(max_new, "token").c_str(), o.n > 0 ? o.n : 2, o.k);
   std::printf("%-9s %7s %7s %9s %11s  %s\n", "regime", "plain", "spec", "tokens/", "target-run",
               "output vs");
   std::printf("%-9s %7s %7s %9s %11s  %s\n", "", "runs", "runs", "run", "reduction", "plain");
@@ -117,8 +116,8 @@ bool model_demo(Model& model, const DemoOptions& o) {
   dc.max_new_tokens = max_new;
   dc.k = o.k;
   dc.stop_tokens = model.codec->stop_tokens();
-  std::printf("SpecLab demo: %s, greedy, up to %d new tokens, prompt lookup n=%d, k=%d\n\n",
-              model.description.c_str(), max_new, n, o.k);
+  std::printf("SpecLab demo: %s, greedy, up to %s, prompt lookup n=%d, k=%d\n\n",
+              model.description.c_str(), plural(max_new, "new token").c_str(), n, o.k);
   std::printf("user> %s\n\n", c.turns.front().c_str());
   std::fflush(stdout);
 

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "auto_drafter.h"
+#include "mini_engine/core/plural.h"
 #include "mini_engine/model/gguf.h"
 #include "mini_engine/model/llama_weights.h"
 #include "mini_engine/targets/cpu_llama.h"
@@ -517,7 +518,7 @@ void check_drafter_flags(const std::string& name, const DrafterOptions& o, const
     if (o.min_context > o.n - 1) {
       throw UsageError(who + ": --min-context " + std::to_string(o.min_context) +
                        " is too large: the longest context of " + n +
-                       " is n - 1 = " + std::to_string(o.n - 1) + " tokens");
+                       " is n - 1 = " + plural(o.n - 1, "token"));
     }
   }
 }
@@ -619,7 +620,7 @@ void check_n_within(const DrafterOptions& o, long long longest, const std::strin
   if (!drafter_info(name).uses_n()) return;
   if (o.n < longest) return;
   const std::string problem = " is too long for the context: this run holds at most " +
-                              std::to_string(longest) + " tokens (" + why +
+                              plural(longest, "token") + " (" + why +
                               "), so an n-gram that long, with a token after it, never fits";
   // A default nobody typed does not stop a run that is otherwise fine (a two-token generate):
   // the drafter then proposes nothing, and a warning says so.
@@ -649,7 +650,7 @@ void check_fits_context(const Model& model, std::size_t prompt_tokens, int max_n
                 std::to_string(model.context_limit) + ")"
           : " tokens, the model's own limit (" + (shorten.empty() ? "" : shorten + " or ") +
                 "lower --max-new-tokens)";
-  throw UsageError(what + " (" + std::to_string(prompt_tokens) + " tokens) + --max-new-tokens " +
+  throw UsageError(what + " (" + plural(prompt_tokens, "token") + ") + --max-new-tokens " +
                    std::to_string(max_new_tokens) + " does not fit the context: " + target.name() +
                    " holds at most " + std::to_string(target.max_length()) + way_out);
 }
