@@ -2058,6 +2058,7 @@ class RealModel(unittest.TestCase):
             rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
             self.assertEqual([r["batch"] for r in rows], ["1", "2"])
             self.assertEqual({r["mismatches"] for r in rows}, {"0"})
+            self.assertEqual({r["identical"] for r in rows}, {"true"})
             # mine reads neither --n nor --sa-draft-ratio: empty, as in the other mode's CSV
             # (null in the JSON), not 0, which would read as a value.
             self.assertEqual([(r["n"], r["sa_draft_ratio"]) for r in rows], [("", "")] * 2)
@@ -2114,7 +2115,8 @@ class RealModel(unittest.TestCase):
                 for key in ["run_cost", "decode_speedup", "speedup_median",
                             "plain_seconds_median", "spec_seconds_median"]:
                     self.assertAlmostEqual(case[key], float(row[key]), delta=1e-4, msg=key)
-                self.assertAlmostEqual(case["tokens_per_run"], float(row["al"]), delta=1e-4)
+                for key in ["tokens_per_run", "plain_tokens_per_s", "spec_tokens_per_s"]:
+                    self.assertAlmostEqual(case[key], float(row[key]), delta=1e-4, msg=key)
                 for key in ["plain_seconds", "spec_seconds", "plain_decode_seconds",
                             "spec_decode_seconds", "plain_steps", "spec_steps"]:
                     self.assertEqual(len(case[key]), 2, key)
@@ -2130,6 +2132,38 @@ class RealModel(unittest.TestCase):
                 if case["core_round_trip_ns"] is not None:
                     self.assertAlmostEqual(case["core_round_trip_ns"]["min"],
                                            float(row["core_round_trip_ns_min"]), delta=0.01)
+
+    def test_bench_batch_mode_names_its_csv_columns_as_the_main_mode_does(self):
+        # The same quantity went by two names ('al' here, 'tokens_per_run' in the main mode's CSV
+        # and both JSONs), and the batch CSV lacked 'identical' and the tokens per second its
+        # JSON has. A column of the batch CSV is now the main CSV's column of that name, in the
+        # same order, or one only batched mode has; the README names every one, and every field
+        # of the JSON.
+        batch_only = ["batch", "plain_seconds_median", "spec_seconds_median", "mismatches"]
+        with tempfile.TemporaryDirectory() as tmp:
+            main_csv, batch_csv = Path(tmp) / "main.csv", Path(tmp) / "batch.csv"
+            batch_json = Path(tmp) / "batch.json"
+            rc, _, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic",
+                                 "--prompts", "1", "--repeats", "1", "--max-new-tokens", "4",
+                                 "--drafter", "mine", "--csv", str(main_csv), "--json", "")
+            self.assertEqual(rc, 0, err)
+            rc, _, err = speclab("bench", "--model", "smollm2", "--threads", "1", "--workload",
+                                 "code_edit", "--batch", "1", "--prompts", "1", "--repeats", "1",
+                                 "--max-new-tokens", "4", "--drafter", "mine", "--csv",
+                                 str(batch_csv), "--json", str(batch_json))
+            self.assertEqual(rc, 0, err)
+            main = main_csv.read_text().splitlines()[0].split(",")
+            batch = batch_csv.read_text().splitlines()[0].split(",")
+            data = json.loads(batch_json.read_text())
+        self.assertEqual([c for c in batch if c not in main], batch_only)
+        self.assertEqual([c for c in batch if c in main], [c for c in main if c in batch])
+        for column in ("tokens_per_run", "identical", "plain_tokens_per_s", "spec_tokens_per_s",
+                       "draft_us_per_token", "run_cost", "speedup_median", "decode_speedup"):
+            self.assertIn(column, batch)
+        readme = (ROOT / "README.md").read_text()
+        names = set(batch) | set(data["meta"]) | set(data["cases"][0]) | {"first_mismatch"}
+        self.assertEqual(sorted(n for n in names if f"`{n}`" not in readme), [],
+                         "batched mode's output fields the README does not name")
 
     def test_bench_batch_mode_records_the_sampling_it_ran_with(self):
         # Batched mode decodes with --temperature and --seed, but its table, CSV and JSON did
@@ -2321,6 +2355,7 @@ class RealModel(unittest.TestCase):
             import csv
             rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
             self.assertEqual([int(r["mismatches"]) > 0 for r in rows], [True, True])
+            self.assertEqual([r["identical"] for r in rows], ["false", "false"])
             for case in json.loads(json_path.read_text())["cases"]:
                 self.assertFalse(case["identical"])
                 self.assertRegex(case["first_mismatch"],

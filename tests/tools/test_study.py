@@ -187,14 +187,13 @@ class MalformedData(unittest.TestCase):
                     self.assertIn(message, str(e.exception.code))
 
 
-def load_study_results():
-    """tools/study_results as a module (it has no .py), to call its renderers on test data."""
+def load_study_results(name="study_results"):
+    """tools/study_results (or tools/NAME) as a module (it has no .py), to call its renderers on
+    test data."""
     import importlib.machinery
     import importlib.util
-    loader = importlib.machinery.SourceFileLoader("study_results",
-                                                  str(ROOT / "tools" / "study_results"))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("study_results",
-                                                                             loader))
+    loader = importlib.machinery.SourceFileLoader(name, str(ROOT / "tools" / name))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader))
     loader.exec_module(module)
     return module
 
@@ -371,6 +370,47 @@ class ResultsTables(unittest.TestCase):
         ]
         check_named(self, cases, (lambda: self.sr.render_speed(self.data), self.sr.render_al,
                                   lambda: self.sr.render_meta(self.data)), self.write)
+
+
+# Two rows of `speclab bench --batch`'s CSV, with its column names (those of the main mode's CSV
+# for the same quantities).
+BATCH_CSV = (
+    "model,lab_impl,clock,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
+    "sa_draft_ratio,batch,target_runs,drafted,accepted,emitted,tokens_per_run,draft_us_per_token,"
+    "plain_tokens_per_s,spec_tokens_per_s,speedup_median,decode_speedup,plain_seconds_median,"
+    "spec_seconds_median,identical,mismatches,run_cost,core_round_trip_ns_min,"
+    "core_round_trip_ns_max\n"
+    "m,solution,cpu,0,48,1,code_edit,pool,p,5,3,,1,452,1746,944,1396,3.0885,5.1,226.1,358.2,"
+    "1.5843,2.2764,6.1733,3.8966,true,0,1.3568,80.5,81.6\n"
+    "m,solution,cpu,0,48,1,code_edit,pool,p,5,3,,4,452,1746,944,1396,3.0885,5.2,300.0,400.0,"
+    "1.3333,1.5,4.0,3.0,true,0,1.9,80.5,81.6\n")
+
+
+class Lab07BatchTable(unittest.TestCase):
+    """tools/study_lab07's batch table, from the CSV `speclab bench --batch` writes."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.lab07 = load_study_results("study_lab07")
+        self.lab07.DATA = Path(self.tmp.name)
+        self.lab07.BATCHES = [1, 4]
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_the_table_reads_the_columns_by_their_names(self):
+        (self.lab07.DATA / "batch.csv").write_text(BATCH_CSV, encoding="utf-8")
+        self.assertEqual(self.lab07.render_batch().splitlines()[2:],
+                         ["| 1 | pool | 3.09 | 1.36 | 2.28× | 1.58× |",
+                          "| 4 | pool | 3.09 | 1.90 | 1.50× | 1.33× |"])
+
+    def test_a_csv_without_a_column_the_table_reads_is_named(self):
+        # The batch CSV called the AL 'al' where every other bench output says 'tokens_per_run'.
+        (self.lab07.DATA / "batch.csv").write_text(
+            BATCH_CSV.replace(",tokens_per_run,", ",al,"), encoding="utf-8")
+        with self.assertRaises(SystemExit) as e:
+            self.lab07.render_batch()
+        self.assertIn("batch.csv has no column 'tokens_per_run'", str(e.exception))
 
 
 class RoundTripText(unittest.TestCase):

@@ -220,25 +220,30 @@ void print_table(const BatchBenchSettings& s, const Model& model, const BatchRun
   std::fflush(stdout);
 }
 
+// The main mode's CSV (bench_report.cpp) names the same quantities alike and in the same order;
+// batch, plain_seconds_median, spec_seconds_median and mismatches are this mode's own.
 void write_csv(std::ostream& out, const BatchBenchSettings& s, const Model& model,
                const BatchRun& run) {
   out << "model,lab_impl,clock,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,"
-         "k,n,"
-         "sa_draft_ratio,batch,al,drafted,accepted,emitted,target_runs,plain_seconds_median,"
-         "spec_seconds_median,speedup_median,decode_speedup,mismatches,run_cost,"
-         "draft_us_per_token,core_round_trip_ns_min,core_round_trip_ns_max\n";
+         "k,n,sa_draft_ratio,batch,target_runs,drafted,accepted,emitted,tokens_per_run,"
+         "draft_us_per_token,plain_tokens_per_s,spec_tokens_per_s,speedup_median,decode_speedup,"
+         "plain_seconds_median,spec_seconds_median,identical,mismatches,run_cost,"
+         "core_round_trip_ns_min,core_round_trip_ns_max\n";
   char numbers[512];
   for (const BatchCaseResult& r : run.results) {
-    std::snprintf(numbers, sizeof numbers,
-                  "%d,%s,%s,%d,%.4f,%lld,%lld,%lld,%lld,%.4f,%.4f,%.4f,%.4f,%d,%.4f,%.4f,%s", r.k,
-                  // Empty for a drafter without an n or a ratio (null in the JSON).
-                  r.n > 0 ? std::to_string(r.n).c_str() : "",
-                  r.sa_draft_ratio >= 0 ? std::to_string(r.sa_draft_ratio).c_str() : "", r.batch,
-                  r.al(), static_cast<long long>(r.drafted), static_cast<long long>(r.accepted),
-                  static_cast<long long>(r.emitted), static_cast<long long>(r.runs),
-                  median(r.base_seconds), median(r.spec_seconds), r.speedup(), r.decode_speedup(),
-                  r.mismatches, r.step_cost(), r.draft_us_per_token(),
-                  round_trip_csv(r.round_trip).c_str());
+    std::snprintf(
+        numbers, sizeof numbers,
+        "%d,%s,%s,%d,%lld,%lld,%lld,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%s,%d,%.4f,%s",
+        r.k,
+        // Empty for a drafter without an n or a ratio (null in the JSON).
+        r.n > 0 ? std::to_string(r.n).c_str() : "",
+        r.sa_draft_ratio >= 0 ? std::to_string(r.sa_draft_ratio).c_str() : "", r.batch,
+        static_cast<long long>(r.runs), static_cast<long long>(r.drafted),
+        static_cast<long long>(r.accepted), static_cast<long long>(r.emitted), r.al(),
+        r.draft_us_per_token(), r.base_tokens_per_second(), r.spec_tokens_per_second(), r.speedup(),
+        r.decode_speedup(), median(r.base_seconds), median(r.spec_seconds),
+        r.mismatches == 0 ? "true" : "false", r.mismatches, r.step_cost(),
+        round_trip_csv(r.round_trip).c_str());
     // Every text field through csv_field: a workload is named by its file, which may hold a
     // comma, a quote or a line break.
     out << csv_field(model.description) << ',' << lab_impl() << ',' << csv_field(s.clock) << ','
