@@ -14,14 +14,17 @@ namespace speclab {
 class Logits {
  public:
   Logits() = default;
-  // Requires rows >= 0 and vocab >= 1. All entries start at 0.
+  // Requires rows >= 0 and vocab >= 1; throws std::invalid_argument otherwise. All entries
+  // start at 0.
   Logits(int rows, int vocab);
 
   int rows() const { return rows_; }
   int vocab() const { return vocab_; }
-  // Requires 0 <= i < rows(); throws std::out_of_range otherwise.
+  // Row i's vocab() scores. Requires 0 <= i < rows(); throws std::out_of_range otherwise. The
+  // span (like data()) points into this object: valid while it lives and is not assigned to.
   std::span<float> row(int i);
   std::span<const float> row(int i) const;
+  // All rows() * vocab() scores, row after row.
   float* data() { return data_.data(); }
   const float* data() const { return data_.data(); }
 

@@ -71,6 +71,23 @@ TEST_SUITE("engine / logits") {
     CHECK(argmax(row) == 0);
   }
 
+  TEST_CASE("a block of logits needs rows >= 0 and a vocabulary, and row() an index inside it") {
+    const Logits empty(0, 8);
+    CHECK(empty.rows() == 0);
+    CHECK(empty.vocab() == 8);
+    CHECK_THROWS_WITH_AS(Logits(-1, 8), doctest::Contains("rows=-1"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(Logits(2, 0), doctest::Contains("vocab=0"), std::invalid_argument);
+    Logits l(2, 3);
+    CHECK(std::vector<float>(l.row(1).begin(), l.row(1).end()) == std::vector<float>{0, 0, 0});
+    CHECK(l.row(1).data() == l.data() + 3);  // row-major: row 1 starts vocab() floats in
+    const Logits& cl = l;
+    for (int bad : {-1, 2}) {
+      CAPTURE(bad);
+      CHECK_THROWS_WITH_AS(l.row(bad), doctest::Contains("only 2 rows"), std::out_of_range);
+      CHECK_THROWS_AS(cl.row(bad), std::out_of_range);
+    }
+  }
+
   TEST_CASE("argmax of an empty row is an error, not a read past the end") {
     CHECK_THROWS_AS(argmax(std::span<const float>()), std::invalid_argument);
   }
