@@ -32,7 +32,8 @@ class BatchTarget {
   // The most tokens one sequence may hold.
   virtual int max_length() const = 0;
 
-  // Starts a new, empty sequence and returns its id (ids are never reused while it lives).
+  // Starts a new, empty sequence and returns its id. An id is not reused while the target
+  // lives, so a stale id never names another sequence.
   virtual int add_sequence() = 0;
   // Frees a sequence; its id becomes invalid. Throws std::out_of_range for an unknown id.
   virtual void remove_sequence(int seq) = 0;
@@ -40,6 +41,7 @@ class BatchTarget {
   virtual std::vector<int> sequences() const = 0;
 
   // The tokens sequence `seq` holds, oldest first. Throws std::out_of_range for an unknown id.
+  // The span points into the target: valid until the next call that changes any sequence.
   virtual std::span<const Token> tokens(int seq) const = 0;
   int length(int seq) const { return static_cast<int>(tokens(seq).size()); }
 

@@ -23,7 +23,8 @@ class Target {
   virtual int vocab_size() const = 0;
   // The most tokens the sequence may hold.
   virtual int max_length() const = 0;
-  // The tokens currently in the sequence, oldest first.
+  // The tokens currently in the sequence, oldest first. The span points into the Target: valid
+  // until the next extend(), append() or truncate().
   virtual std::span<const Token> tokens() const = 0;
   int length() const { return static_cast<int>(tokens().size()); }
 
