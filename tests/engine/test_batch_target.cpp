@@ -205,4 +205,19 @@ TEST_SUITE("engine / batch target") {
     CHECK(batch.calls() == got.stats.target_runs + 1);  // + the prefill
     CHECK_THROWS_AS(SequenceView(batch, 99), std::out_of_range);
   }
+
+  TEST_CASE("a SequenceView refuses what Target refuses and leaves the sequence as it was") {
+    ToyTargetConfig cfg = markov_cfg();
+    cfg.max_length = 4;
+    ToyBatchTarget batch(cfg);
+    SequenceView view(batch, batch.add_sequence());
+    view.extend(V{1, 2});
+    CHECK_THROWS_WITH_AS(view.extend(V{}), doctest::Contains("no tokens"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(view.append(V{}), doctest::Contains("no tokens"), std::invalid_argument);
+    CHECK_THROWS_AS(view.extend(V{3, 64}), std::invalid_argument);  // 64 is past the vocabulary
+    CHECK_THROWS_AS(view.append(V{3, 4, 5}), ContextOverflow);
+    CHECK_THROWS_AS(view.truncate(3), std::out_of_range);
+    CHECK(std::vector<Token>(view.tokens().begin(), view.tokens().end()) == V{1, 2});
+    CHECK(batch.calls() == 1);
+  }
 }
