@@ -30,7 +30,8 @@ std::vector<double> softmax(std::span<const float> row, double temperature);
 Token sample_from_logits(std::span<const float> row, double temperature, double u);
 
 // The target's token for the given absolute `position` in the sequence: sample_from_logits with
-// u = uniform01(seed, sequence, position). Plain decoding and every lossless verify rule use this.
+// u = uniform01(seed, sequence, position) (u = 0 at temperature 0). Plain decoding and every
+// lossless verify rule use this. Throws what sample_from_logits throws.
 Token sample_at(std::span<const float> row, const SamplingParams& params, std::int64_t position);
 
 }  // namespace speclab

@@ -98,4 +98,32 @@ TEST_SUITE("engine / sampling") {
     CHECK_THROWS_AS(sample_from_logits(masked, INFINITY, 0.1), std::invalid_argument);
     CHECK_THROWS_AS(sample_from_logits(masked, NAN, 0.1), std::invalid_argument);
   }
+
+  TEST_CASE("softmax needs a temperature > 0 and a row with a finite largest score") {
+    const std::vector<float> row = {1.0f, 2.0f};
+    for (const double t : {0.0, -0.5}) {
+      CAPTURE(t);
+      CHECK_THROWS_WITH_AS(softmax(row, t), doctest::Contains("temperature"),
+                           std::invalid_argument);
+    }
+    CHECK_THROWS_WITH_AS(softmax(std::vector<float>{}, 1.0), doctest::Contains("empty row"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(softmax(std::vector<float>{-INFINITY, -INFINITY}, 1.0),
+                         doctest::Contains("no finite maximum"), std::invalid_argument);
+    CHECK_THROWS_AS(softmax(std::vector<float>{1.0f, INFINITY}, 1.0), std::invalid_argument);
+    CHECK_THROWS_AS(softmax(std::vector<float>{NAN, 1.0f}, 1.0), std::invalid_argument);
+    // -infinity beside a finite score is a token ruled out: probability 0, never sampled.
+    const std::vector<double> p = softmax(std::vector<float>{-INFINITY, 0.0f}, 1.0);
+    CHECK(p == std::vector<double>{0.0, 1.0});
+    CHECK(sample_from_logits(std::vector<float>{-INFINITY, 0.0f}, 1.0, 0.0) == 1);
+  }
+
+  TEST_CASE("an empty row is an error at every temperature, and sample_at says so too") {
+    const std::vector<float> empty;
+    CHECK_THROWS_AS(sample_from_logits(empty, 0.0, 0.5), std::invalid_argument);
+    CHECK_THROWS_AS(sample_from_logits(empty, 1.0, 0.5), std::invalid_argument);
+    CHECK_THROWS_AS(sample_at(empty, SamplingParams{}, 0), std::invalid_argument);
+    CHECK_THROWS_AS(sample_at(std::vector<float>{1.0f}, SamplingParams{.temperature = -1.0}, 0),
+                    std::invalid_argument);
+  }
 }
