@@ -23,18 +23,22 @@ namespace speclab {
 class CostCurve {
  public:
   // Builds a table by calling seconds(b, k) for every b in batch_sizes and k in 0..max_k.
-  // Requires batch_sizes strictly increasing, each >= 1, 0 <= max_k <= kMaxDrafts (64, loop.h) and
-  // every value finite and > 0; throws std::invalid_argument naming the bad input otherwise.
+  // Requires a non-empty `seconds`, batch_sizes non-empty and strictly increasing, each >= 1,
+  // 0 <= max_k <= kMaxDrafts (64, loop.h) and every value finite and > 0; throws
+  // std::invalid_argument naming the bad input otherwise.
   static CostCurve from_function(std::vector<int> batch_sizes, int max_k,
                                  const std::function<double(int b, int k)>& seconds,
                                  std::string source = "function");
   // Parses the CSV format above. `source` names the text in error messages. Throws
-  // std::runtime_error("<source>:<line>: <what is wrong>") for a malformed file, a duplicate or
-  // missing (b, k), a k outside [0, kMaxDrafts], or a time that is not finite and > 0.
+  // std::runtime_error("<source>:<line>: <what is wrong>") for a malformed line, a duplicate
+  // (b, k), a k outside [0, kMaxDrafts], or a time that is not finite and > 0; and
+  // std::runtime_error("<source>: <what is wrong>") for what no one line holds: a missing (b, k),
+  // no header, no rows.
   static CostCurve parse_csv(std::string_view text, const std::string& source);
   // Reads and parses a file. Throws std::runtime_error when it cannot be read or parsed.
   static CostCurve load_csv(const std::string& path);
-  // The CSV text; each line of `comment` becomes a '#' line at the top.
+  // The CSV text, times with 6 significant digits; each line of `comment` becomes a '#' line at
+  // the top.
   std::string to_csv(const std::string& comment = "") const;
 
   // T(b, k). A b between two listed batch sizes is interpolated linearly between them; listed

@@ -52,6 +52,8 @@ TEST_SUITE("engine / cost curve") {
     CHECK_THROWS_WITH_AS(CostCurve::from_function(
                              {1, 2}, 2, [](int b, int k) { return b == 2 && k == 1 ? 0.0 : 1.0; }),
                          doctest::Contains("T(b=2, k=1)"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(CostCurve::from_function({1}, 2, nullptr),
+                         doctest::Contains("no cost function"), std::invalid_argument);
   }
 
   TEST_CASE("the CSV text round-trips through parse_csv") {
