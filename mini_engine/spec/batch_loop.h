@@ -16,12 +16,15 @@
 
 namespace speclab {
 
-// One request of a batch. The loop does not own the drafter.
+// One request of a batch. The loop does not own the drafter, which must outlive the call. A
+// drafter that keeps state (most do) must serve one request only: begin(), propose() and
+// observe() are called for every request that names it, interleaved.
 struct BatchRequest {
   std::vector<Token> prompt;   // non-empty
   Drafter* drafter = nullptr;  // nullptr: this request never drafts (plain decoding)
   DecodeConfig config;         // max_new_tokens, k (0..64; 0 = no drafts), sampling,
-                               // stop_tokens and on_round, as for run_speculative
+                               // stop_tokens and on_round, as for run_speculative; its clock
+                               // is not read (BatchDecodeConfig::clock times every request)
 };
 
 // What one lock-step verify call did.
@@ -58,7 +61,7 @@ struct BatchDecodeConfig {
   // and must return 0..64; 0 means no drafts this step. Requests without a drafter never draft.
   std::function<int(int active)> k_for_batch;
   // Times draft, verify and prefill. nullptr: the wall clock. A ToyBatchTarget's simulated clock
-  // makes timing exact: only what the target charges counts.
+  // makes timing exact: only what the target charges counts. Not owned: must outlive the call.
   const Clock* clock = nullptr;
   // Called after every lock-step verify call.
   std::function<void(const BatchStepRecord&)> on_step;
@@ -78,13 +81,14 @@ struct BatchGenerationResult {
 // all of them in one extend_batch call with `verify`, rolls each sequence back to its accepted
 // tokens and emits. A request leaves the batch when it reaches max_new_tokens, a stop token or
 // the end of the context (its GenerationResult::finish says which, as run_speculative's would).
-// The loop's sequences are removed from `target` before it returns or throws.
-// Throws std::invalid_argument naming the request for an empty prompt, a bad config or id, or
-// k_for_batch out of range; std::logic_error naming the request and drafter or rule when either
-// breaks its contract (as in run_speculative, a target token outside the vocabulary included);
-// ContextOverflow naming the request when a prompt alone is longer than max_length(); and
-// std::runtime_error naming the request when a chosen token's logit is NaN or +infinity (as in
-// run_baseline).
+// The loop's sequences are removed from `target` before it returns or throws; sequences it
+// did not add are not touched. No requests: an empty result, and no target call.
+// Throws std::invalid_argument for an empty `verify`, naming the request for an empty prompt,
+// a bad config or id, and for k_for_batch out of range; std::logic_error naming the request and
+// drafter or rule when either breaks its contract (as in run_speculative, a target token outside
+// the vocabulary included); ContextOverflow naming the request when a prompt alone is longer than
+// max_length(); and std::runtime_error naming the request when a chosen token's logit is NaN or
+// +infinity (as in run_baseline).
 BatchGenerationResult run_speculative_batch(BatchTarget& target,
                                             std::span<const BatchRequest> requests,
                                             const VerifyRule& verify,

@@ -333,6 +333,23 @@ TEST_SUITE("engine / batched speculative loop") {
     CHECK(batch.sequences().empty());
   }
 
+  TEST_CASE("the loop leaves sequences it did not add as they were, and no requests call nothing") {
+    ToyBatchTarget batch(periodic_cfg(0, 0.0));
+    const int mine = batch.add_sequence();
+    batch.extend_batch(std::vector<BatchItem>{{mine, std::vector<Token>{7, 8, 9}}});
+    CHECK(run_speculative_batch(batch, std::span<const BatchRequest>{}, greedy_verify_rule())
+              .requests.empty());
+    CHECK(batch.calls() == 1);  // only this test's own call
+    std::vector<BatchRequest> reqs(2);
+    reqs[0].prompt = {1, 2, 3};
+    reqs[1].prompt = {4, 5};
+    const auto got = run_speculative_batch(batch, reqs, greedy_verify_rule());
+    CHECK(got.requests.size() == 2);
+    CHECK(batch.sequences() == std::vector<int>{mine});
+    CHECK(std::vector<Token>(batch.tokens(mine).begin(), batch.tokens(mine).end()) ==
+          std::vector<Token>{7, 8, 9});
+  }
+
   TEST_CASE("bad requests and broken drafters or rules are reported with the request index") {
     ToyBatchTarget batch(periodic_cfg(0, 0.0));
     std::vector<BatchRequest> reqs(2);
