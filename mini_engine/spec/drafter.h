@@ -23,10 +23,13 @@ class Drafter {
   virtual std::string name() const = 0;
 
   // Called once per generation, before any propose(), with the full prompt.
+  // The spans passed to these three are valid only during the call: copy what you keep.
   virtual void begin(std::span<const Token> /*prompt*/) {}
 
   // Up to `k` guesses for the tokens that follow `context` (prompt + everything emitted so far).
-  // May return fewer, or none. Requires k >= 1.
+  // May return fewer, or none. Requires k >= 1. Each guess must be a token id of the target's
+  // vocabulary: the loops throw std::logic_error naming the drafter for more than k guesses or
+  // an id outside it.
   virtual std::vector<Token> propose(std::span<const Token> context, int k) = 0;
 
   // Called after each verify round; `context` already ends with round.emitted.

@@ -1,7 +1,6 @@
 #pragma once
 // What one verify round did: the record drafters learn from and traces are written from.
 #include <cstdint>
-#include <span>
 #include <vector>
 
 #include "mini_engine/core/logits.h"

@@ -18,7 +18,7 @@ struct VerifyResult {
   std::vector<Token> emitted;
 };
 
-// Everything a verify rule may look at.
+// Everything a verify rule may look at. Its spans and references are valid only during the call.
 struct VerifyInput {
   std::span<const Token> drafts;
   const Logits& logits;            // drafts.size() + 1 rows; row i scores the token after
@@ -27,6 +27,9 @@ struct VerifyInput {
   const SamplingParams& sampling;  // temperature, seed: for rules that sample
 };
 
+// The loops throw std::logic_error ("verify rule ...") when a rule's result breaks VerifyResult's
+// contract or its target token is outside the vocabulary. A rule may throw: the exception passes
+// through the loop, which leaves no unverified draft in the target.
 using VerifyRule = std::function<VerifyResult(const VerifyInput&)>;
 
 }  // namespace speclab
