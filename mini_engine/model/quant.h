@@ -131,7 +131,7 @@ SPECLAB_HD inline float bf16_to_fp32(std::uint16_t h) {
   return f;
 }
 
-// Weight i (0 <= i < 32) of one block.
+// Weight i (0 <= i < 32, unchecked) of one block.
 SPECLAB_HD inline float dequant_q4_0(const BlockQ4_0& b, int i) {
   const int q = i < 16 ? (b.qs[i] & 0x0f) : (b.qs[i - 16] >> 4);
   return fp16_to_fp32(b.d) * static_cast<float>(q - 8);
@@ -145,10 +145,12 @@ SPECLAB_HD inline float dequant_q8_0(const BlockQ8_0& b, int i) {
 }
 
 // Reference dequantizer: writes n floats decoded from `src` (raw tensor bytes of `type`).
-// Requires n to be a multiple of the type's block size; throws std::invalid_argument otherwise.
+// Requires a type ggml_type_info knows and n >= 0 a multiple of its block size (throws
+// std::invalid_argument otherwise), ggml_row_bytes(type, n) bytes at src and n floats at dst.
 void dequantize_row(GgmlType type, const void* src, float* dst, std::int64_t n);
 
-// Bytes that n elements of `type` occupy. Requires n to be a multiple of the block size.
+// Bytes that n elements of `type` occupy. Requires a type ggml_type_info knows and n >= 0 a
+// multiple of its block size; throws std::invalid_argument otherwise.
 std::uint64_t ggml_row_bytes(GgmlType type, std::int64_t n);
 
 }  // namespace speclab

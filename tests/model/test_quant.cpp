@@ -110,5 +110,38 @@ TEST_SUITE("model / quantization") {
                     std::invalid_argument);
     CHECK(ggml_type_info(6) == nullptr);  // Q5_0 is not supported
     CHECK(ggml_type_name(6) == "type 6");
+    CHECK_THROWS_WITH_AS(ggml_row_bytes(GgmlType::Q8_0, 33), doctest::Contains("block size 32"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(ggml_row_bytes(GgmlType::F32, -4), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(ggml_row_bytes(static_cast<GgmlType>(6), 32),
+                         doctest::Contains("unsupported ggml type type 6"), std::invalid_argument);
+    CHECK_THROWS_AS(dequantize_row(static_cast<GgmlType>(6), out.data(), out.data(), 32),
+                    std::invalid_argument);
+    CHECK_THROWS_AS(dequantize_row(GgmlType::F32, out.data(), out.data(), -1),
+                    std::invalid_argument);
+  }
+
+  TEST_CASE("first_nonfinite_block finds the first block whose scale or offset is inf or NaN") {
+    std::vector<BlockQ4_1> q41(4);
+    for (BlockQ4_1& b : q41) {
+      b.d = fp32_to_fp16(0.5f);
+      b.m = fp32_to_fp16(-1.0f);
+    }
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(q41.data());
+    CHECK(first_nonfinite_block(GgmlType::Q4_1, bytes, 4) == -1);
+    q41[2].m = fp32_to_fp16(std::numeric_limits<float>::quiet_NaN());  // the offset counts too
+    q41[3].d = fp32_to_fp16(std::numeric_limits<float>::infinity());
+    CHECK(first_nonfinite_block(GgmlType::Q4_1, bytes, 4) == 2);
+    CHECK(first_nonfinite_block(GgmlType::Q4_1, bytes, 2) == -1);  // only n_blocks are read
+    std::vector<BlockQ8_0> q8(3);
+    for (BlockQ8_0& b : q8) b.d = fp32_to_fp16(1.0f);
+    q8[1].d = fp32_to_fp16(-std::numeric_limits<float>::infinity());
+    CHECK(first_nonfinite_block(GgmlType::Q8_0, reinterpret_cast<const std::uint8_t*>(q8.data()),
+                                3) == 1);
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+      CAPTURE(static_cast<int>(t));
+      CHECK_THROWS_WITH_AS(first_nonfinite_block(t, bytes, 1),
+                           doctest::Contains("not a block-quantized type"), std::invalid_argument);
+    }
   }
 }
