@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -70,9 +69,12 @@ struct GgufTensor {
 
 class GgufFile {
  public:
-  // Maps and parses `path`. Throws GgufError (bad content) or std::runtime_error (cannot open).
+  // Maps and parses `path`. Throws std::runtime_error when it cannot be opened, stat'ed or
+  // mapped, and GgufError for what it holds (an empty file and a path that is not a regular file
+  // included).
   static GgufFile open(const std::string& path);
   // Parses bytes already in memory; `bytes` must outlive the GgufFile. For tests and fuzzing.
+  // Throws GgufError; `name` stands for the path in its messages.
   static GgufFile parse(std::span<const std::uint8_t> bytes, std::string name = "<memory>");
 
   GgufFile(GgufFile&&) noexcept = default;
@@ -87,8 +89,11 @@ class GgufFile {
 
   // Metadata lookups. find() returns nullptr when the key is absent. The typed getters throw
   // GgufError naming the key when it is absent or has another type (get_real also takes any
-  // integer or bool type and widens it; get_int takes no float); the *_or forms return the
+  // integer or bool type and widens it; get_int takes no float; get_strings wants an array of
+  // strings, get_integers an array of any integer or bool type); the *_or forms return the
   // default when absent and throw as the plain getters when the key has another type.
+  // Pointers and references returned here, and the tensors' data, stay valid while this
+  // GgufFile (or the one it is moved into) lives.
   const GgufValue* find(const std::string& key) const;
   std::int64_t get_int(const std::string& key) const;
   std::int64_t get_int_or(const std::string& key, std::int64_t fallback) const;

@@ -83,6 +83,32 @@ TEST_SUITE("model / GGUF reader") {
                          doctest::Contains("tensor 'output.weight' is missing"), GgufError);
   }
 
+  TEST_CASE("the *_or getters fall back only when the key is absent, arrays by element type") {
+    const auto bytes = sample_file();
+    const GgufFile f = GgufFile::parse(bytes);
+    CHECK(f.find("no.such.key") == nullptr);
+    CHECK(f.tensor("no.such.tensor") == nullptr);
+    CHECK(f.get_real_or("no.such.key", 0.25) == 0.25);
+    CHECK(f.get_string_or("no.such.key", "fallback") == "fallback");
+    CHECK(f.get_string_or("general.architecture", "fallback") == "llama");
+    // A key that is present with another type is an error, not a reason to fall back.
+    CHECK_THROWS_WITH_AS(f.get_int_or("general.architecture", 7),
+                         doctest::Contains("expected an integer"), GgufError);
+    CHECK_THROWS_WITH_AS(f.get_real_or("tokenizer.ggml.tokens", 0.5),
+                         doctest::Contains("expected a number"), GgufError);
+    CHECK_THROWS_WITH_AS(f.get_string_or("llama.block_count", "x"),
+                         doctest::Contains("expected a string"), GgufError);
+    CHECK_THROWS_WITH_AS(f.get_strings("tokenizer.ggml.token_type"),
+                         doctest::Contains("is array of int32, expected an array of strings"),
+                         GgufError);
+    CHECK_THROWS_WITH_AS(f.get_integers("tokenizer.ggml.tokens"),
+                         doctest::Contains("is array of string, expected an array of integers"),
+                         GgufError);
+    CHECK_THROWS_WITH_AS(f.get_integers("llama.block_count"),
+                         doctest::Contains("expected an array of integers"), GgufError);
+    CHECK_THROWS_WITH_AS(f.get_strings("no.such.key"), doctest::Contains("is missing"), GgufError);
+  }
+
   TEST_CASE("wrong magic, wrong version and an empty buffer are rejected") {
     auto bytes = sample_file();
     bytes[0] = 'X';
