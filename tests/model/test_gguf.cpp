@@ -262,9 +262,11 @@ TEST_SUITE("model / GGUF reader") {
     CHECK(rejected > 0);
   }
 
-  TEST_CASE("files on disk: a missing path, an empty file and a real round trip") {
+  TEST_CASE("files on disk: a missing path, a folder, an empty file and a real round trip") {
     CHECK_THROWS_WITH_AS(GgufFile::open("/nonexistent/model.gguf"),
                          doctest::Contains("cannot open"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(GgufFile::open("/tmp"), doctest::Contains("/tmp: not a regular file"),
+                         GgufError);
     char path[] = "/tmp/speclab_gguf_XXXXXX";
     const int fd = mkstemp(path);
     REQUIRE(fd >= 0);
