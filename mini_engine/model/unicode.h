@@ -38,7 +38,7 @@ inline constexpr char32_t kMaxCodepoint = 0x10FFFF;
 std::vector<char32_t> decode_lenient(std::string_view bytes);
 
 // Appends the UTF-8 encoding of `cp` (1 to 4 bytes; surrogates are encoded like any other value).
-// Throws std::invalid_argument when cp > U+10FFFF.
+// Throws std::invalid_argument when cp > U+10FFFF, appending nothing.
 void append_utf8(std::string& out, char32_t cp);
 
 // For streaming output: the length of the longest prefix of `bytes` that does not end inside a

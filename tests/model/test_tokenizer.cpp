@@ -312,6 +312,20 @@ TEST_SUITE("tokenizer / pre-tokenizer") {
     CHECK(unicode::decode_lenient("\xF8\x80") == V{0xFFFD, 0xFFFD});
   }
 
+  TEST_CASE("append_utf8 writes 1 to 4 bytes and refuses a code point above U+10FFFF") {
+    std::string out;
+    for (char32_t cp : {char32_t{0x24}, char32_t{0xE9}, char32_t{0x20AC}, char32_t{0xD800},
+                        char32_t{0x1F600}, char32_t{0x10FFFF}}) {
+      unicode::append_utf8(out, cp);
+    }
+    CHECK(to_hex(out) == "24c3a9e282aceda080f09f9880f48fbfbf");
+    CHECK(unicode::decode_lenient(out) ==
+          std::vector<char32_t>{0x24, 0xE9, 0x20AC, 0xD800, 0x1F600, 0x10FFFF});
+    CHECK_THROWS_WITH_AS(unicode::append_utf8(out, 0x110000), doctest::Contains("above U+10FFFF"),
+                         std::invalid_argument);
+    CHECK(out.size() == 1 + 2 + 3 + 3 + 4 + 4);  // unchanged by the refused one
+  }
+
   TEST_CASE("numbers stand alone and white space runs leave their last space to the next word") {
     const Tokenizer& t = smollm2();
     auto pieces = [&](const std::string& s) {
