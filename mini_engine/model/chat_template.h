@@ -54,6 +54,8 @@ inline constexpr std::string_view kSmolLM2DefaultSystemPrompt =
 // The token ids of the rendered conversation: template.render(...) encoded with special-token
 // parsing on. Note that this also turns "<|im_end|>" typed *inside* a message into the control
 // token, exactly as llama.cpp and Hugging Face do; strip it from untrusted content if that matters.
+// Throws what Tokenizer::encode throws (std::invalid_argument for a message holding bytes that
+// decode above U+10FFFF).
 std::vector<Token> render_chat(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                                std::span<const ChatMessage> messages, bool add_generation_prompt);
 // Same, with the template read from the tokenizer's GGUF (tokenizer.chat_template). Throws

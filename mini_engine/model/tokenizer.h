@@ -86,13 +86,16 @@ class Tokenizer {
 
   // The bytes one token stands for (may be an incomplete UTF-8 sequence, e.g. half an emoji).
   // Control/Unknown tokens: their text when render_special, else "". Byte, Unused and Undefined
-  // tokens stand for nothing in a GPT-2 vocabulary (as in llama.cpp). Throws std::out_of_range.
+  // tokens stand for nothing in a GPT-2 vocabulary (as in llama.cpp). Throws std::out_of_range
+  // for an id outside [0, vocab_size()). The reference (like token_text's) points into the
+  // Tokenizer: valid while it lives.
   const std::string& piece(Token id, bool render_special = false) const;
 
   int vocab_size() const { return static_cast<int>(texts_.size()); }
   // The token's text as stored in the GGUF (byte-level encoded: a space shows as "Ġ").
   // Throws std::out_of_range for an id outside [0, vocab_size()), as kind() does.
   const std::string& token_text(Token id) const;
+  // How the GGUF types the token. Throws std::out_of_range for an id outside [0, vocab_size()).
   TokenKind kind(Token id) const;
   // The id whose stored text is exactly `text`, if any.
   std::optional<Token> find(std::string_view text) const;
@@ -104,6 +107,7 @@ class Tokenizer {
   // (end of a document) when the vocabulary has them. This is llama.cpp's end-of-generation set
   // for SmolLM2: {0 <|endoftext|>, 2 <|im_end|>}. Sorted.
   const std::vector<Token>& stop_tokens() const { return stop_tokens_; }
+  // True when `id` is one of stop_tokens(); false for any other value, in the vocabulary or not.
   bool is_stop(Token id) const;
   // The Jinja chat template (tokenizer.chat_template), when the file has one.
   const std::optional<std::string>& chat_template_source() const { return chat_template_; }

@@ -563,6 +563,20 @@ TEST_SUITE("tokenizer / bad input") {
     StreamDecoder sd(t);
     CHECK(sd.push(1) == "a");
     CHECK_THROWS_AS(sd.push(-5), std::out_of_range);
+    CHECK(t.stop_tokens() == std::vector<Token>{0});
+    CHECK_FALSE(t.is_stop(-1));  // a question, not a lookup: no throw
+    CHECK_FALSE(t.is_stop(12));
+  }
+
+  TEST_CASE("bytes above U+10FFFF are refused by any vocabulary, and through render_chat") {
+    const Tokenizer t = ToyVocab{}.load();
+    const std::string above = "a\xF4\x90\x80\x80";  // U+110000
+    CHECK_THROWS_WITH_AS(t.encode(above), doctest::Contains("above U+10FFFF"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(t.encode(above, /*parse_special=*/false), std::invalid_argument);
+    const ChatTemplate tmpl = ChatTemplate::chatml(std::nullopt);
+    const std::vector<ChatMessage> messages{{"user", above}};
+    CHECK_THROWS_AS(render_chat(t, tmpl, messages, true), std::invalid_argument);
   }
 
   TEST_CASE("bytes that decode above U+10FFFF are refused where llama.cpp aborts") {
