@@ -47,6 +47,7 @@ struct QuantMatrix {
   int cols = 0;
   std::uint64_t row_bytes = 0;
 
+  // Row r's blocks. Requires 0 <= r < rows (unchecked).
   const std::uint8_t* row(int r) const { return data + static_cast<std::uint64_t>(r) * row_bytes; }
 };
 
@@ -76,7 +77,9 @@ struct LlamaWeights {
 // general.architecture == "llama". Matrices may be Q4_0, Q4_1, Q8_0 (rows a multiple of 32
 // weights); norms must be F32. Where the file has a tokenizer (tokenizer.ggml.tokens, an array
 // of strings; its other checks are the Tokenizer's), it must have one token per row of
-// token_embd.weight. Throws ModelError naming the file and the key, tensor or
+// token_embd.weight. Also refused: a scale or norm weight that is inf or NaN, a tensor not
+// aligned for its type, quantization_version other than 2, partial RoPE, an odd head dimension,
+// and blk.N tensors past block_count. Throws ModelError naming the file and the key, tensor or
 // dimension that is wrong. The returned views point into `file`, which must outlive them.
 LlamaWeights load_llama_weights(const GgufFile& file);
 

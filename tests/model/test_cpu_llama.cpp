@@ -276,7 +276,7 @@ TEST_SUITE("engine_forward / loading a Llama GGUF") {
           std::string::npos);
   }
 
-  TEST_CASE("a head count that does not divide the embedding is rejected") {
+  TEST_CASE("head counts that do not divide, and an odd head dimension, are rejected") {
     TinyLlamaSpec s;
     s.n_head = 5;  // 64 / 5 is not an integer
     s.n_head_kv = 5;
@@ -288,6 +288,11 @@ TEST_SUITE("engine_forward / loading a Llama GGUF") {
     TinyLlamaSpec s2;
     s2.n_head_kv = 3;  // 4 query heads cannot share 3 KV heads evenly
     CHECK(load_error(s2).find("head_count_kv = 3 does not divide") != std::string::npos);
+    TinyLlamaSpec s3;  // 96 / 32 = 3 dimensions per head: RoPE has no pair for the last one
+    s3.n_embd = 96;
+    s3.n_head = 32;
+    s3.n_head_kv = 32;
+    CHECK(load_error(s3).find("head dimension 3 is odd; RoPE rotates pairs") != std::string::npos);
   }
 
   TEST_CASE("a quantized matrix at an odd address is rejected, not read misaligned") {
