@@ -66,9 +66,11 @@ class QuantizedActs {
  public:
   // Quantizes `rows` rows of `cols` floats (row r starts at x + r * ldx): reset() then
   // quantize_rows() over every row.
-  // Requires cols > 0 a multiple of 32 and ldx >= cols; throws std::invalid_argument otherwise.
+  // Requires rows >= 0, cols > 0 a multiple of 32 and ldx >= cols; throws std::invalid_argument
+  // otherwise, changing nothing.
   void quantize(const float* x, int rows, int cols, int ldx, ActFormat format = ActFormat::q8_0);
-  // Sizes the buffers for `rows` x `cols` (same requirements); the contents are unspecified.
+  // Sizes the buffers for `rows` x `cols` (same requirements and errors); the contents are
+  // unspecified.
   void reset(int rows, int cols);
   // Quantizes rows [r0, r1) of x (row r at x + r * ldx). Requires 0 <= r0 <= r1 <= rows() and
   // ldx >= cols() (unchecked: called per thread in the forward pass). Threads may quantize
@@ -78,6 +80,8 @@ class QuantizedActs {
   int rows() const { return rows_; }
   int cols() const { return cols_; }
   int blocks() const { return cols_ / 32; }
+  // Row r's codes, scales and sums. Require 0 <= r < rows() (unchecked); the pointers are valid
+  // until the next reset() or quantize().
   const std::int8_t* q(int r) const {
     return q_.data() + q_offset_ + static_cast<size_t>(r) * q_stride_;
   }
@@ -136,7 +140,8 @@ class PackedMatrix {
   int cols() const { return src_.cols; }
   int blocks() const { return src_.cols / 32; }
   size_t group_block_bytes() const { return gbb_; }
-  // The bytes of (row group g, block b).
+  // The bytes of (row group g, block b). Requires g < (rows() + 15) / 16 and b < blocks()
+  // (unchecked).
   const std::uint8_t* at(int g, int b) const {
     return data_.data() + (static_cast<size_t>(g) * blocks() + b) * gbb_;
   }
@@ -147,7 +152,8 @@ class PackedMatrix {
   AlignedVector<std::uint8_t> data_;
 };
 
-// Same contract as matmul() below, on a packed matrix: y[t * ldy + r] for rows [r0, r1).
+// Same contract and errors as matmul() below, on a packed matrix: y[t * ldy + r] for rows
+// [r0, r1). w.source()'s data must still be alive (the scalar fallback reads it).
 void matmul(const PackedMatrix& w, const QuantizedActs& x, float* y, int ldy, int r0, int r1);
 
 // The SIMD instruction set the simd kernel was compiled for, e.g. "avx2+avx512vnni" or
@@ -176,7 +182,7 @@ void silu_mul(float* g, const float* u, int n);
 void silu_mul_reference(float* g, const float* u, int n);
 
 // Decodes row r of w (any type dequantize_row knows) into out[0..w.cols). Throws
-// std::out_of_range unless 0 <= r < w.rows.
+// std::out_of_range unless 0 <= r < w.rows, and what dequantize_row throws.
 void dequantize_matrix_row(const QuantMatrix& w, int r, float* out);
 
 }  // namespace speclab::cpu

@@ -287,6 +287,38 @@ TEST_SUITE("engine_forward / quantized matrix products") {
                          std::invalid_argument);
   }
 
+  TEST_CASE("activations, packing and the kernel choice refuse what their header refuses") {
+    const std::vector<float> xf = random_floats(2 * 64, 4, 1.0f);
+    QuantizedActs x;
+    x.quantize(xf.data(), 0, 64, 64);  // no rows is fine
+    CHECK_THROWS_WITH_AS(x.quantize(xf.data(), 2, 64, 32), doctest::Contains("ldx 32 < cols 64"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(x.quantize(xf.data(), -1, 64, 64), doctest::Contains("rows=-1"),
+                         std::invalid_argument);
+    CHECK_THROWS_AS(x.reset(1, 0), std::invalid_argument);
+    CHECK_THROWS_AS(x.reset(1, 48), std::invalid_argument);
+    CHECK(x.rows() == 0);  // the refused calls changed nothing
+    CHECK(x.cols() == 64);
+    const auto bytes = random_matrix_bytes(8, 8, 64, 3, 1.0f);
+    QuantMatrix w = make_matrix(8, 8, 64, bytes);
+    x.quantize(xf.data(), 2, 64, 64);
+    std::vector<float> y(2 * 8);
+    CHECK_THROWS_WITH_AS(matmul(MatmulKernel::scalar, w, x, y.data(), 7, 0, 8),
+                         doctest::Contains("ldy 7"), std::invalid_argument);
+    CHECK_THROWS_AS(matmul(MatmulKernel::scalar, w, x, y.data(), 8, 5, 4), std::invalid_argument);
+    CHECK_THROWS_AS(matmul(MatmulKernel::scalar, w, x, y.data(), 8, -1, 4), std::invalid_argument);
+    QuantMatrix narrow = w;
+    narrow.cols = 48;
+    CHECK_THROWS_WITH_AS(PackedMatrix{narrow}, doctest::Contains("cols=48"), std::invalid_argument);
+    for (MatmulKernel k : {MatmulKernel::reference, MatmulKernel::scalar, MatmulKernel::simd,
+                           MatmulKernel::packed}) {
+      CHECK_NOTHROW(check_kernel(k, "test"));
+    }
+    CHECK_THROWS_WITH_AS(check_kernel(static_cast<MatmulKernel>(-1), "a config file"),
+                         doctest::Contains("a config file: kernel -1 is not a MatmulKernel"),
+                         std::invalid_argument);
+  }
+
   TEST_CASE("dequantize_matrix_row refuses a row outside the matrix") {
     // Row rows + 10^7 crashed (SEGV) and row -1 read the bytes before the tensor.
     const auto bytes = random_matrix_bytes(3, 8, 64, 3, 1.0f);
