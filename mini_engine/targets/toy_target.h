@@ -28,7 +28,7 @@ struct ToyTargetConfig {
   double noise = -1.0;  // chance a position departs from the regime's rule, in [0, 1]; -1 = default
                         // (periodic 0, markov 0.3, random unused)
   int branching = 3;    // markov regime: successors per token, 2..8
-  int max_length = 1 << 20;  // context capacity
+  int max_length = 1 << 20;  // context capacity, >= 1
 };
 
 // The logits at a position are a pure function of (config, the tokens so far): a handful of
@@ -49,9 +49,9 @@ class ToyTarget final : public Target {
   // A prompt of `length` tokens that suits the regime (random: sigma(0..length-1)). Requires
   // length >= 1; throws std::invalid_argument otherwise.
   std::vector<Token> make_prompt(int length) const;
-  // The scores for the token after `context` (does not touch the sequence). Requires ids in
-  // [0, vocab_size()); throws std::invalid_argument when the last one, the only one it reads,
-  // is not.
+  // The scores for the token after `context` (does not touch the sequence; `context` may be
+  // empty). Requires ids in [0, vocab_size()); throws std::invalid_argument when the last one,
+  // the only one it reads, is not.
   std::vector<float> logits_after(std::span<const Token> context) const;
   const ToyTargetConfig& config() const { return config_; }
 

@@ -98,6 +98,8 @@ TEST_SUITE("engine / ToyTarget") {
     CHECK_THROWS_WITH_AS(ToyTarget(ToyTargetConfig{.vocab_size = 2}),
                          doctest::Contains("vocab_size"), std::invalid_argument);
     CHECK_THROWS_AS(ToyTarget(ToyTargetConfig{.period = 1}), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(ToyTarget(ToyTargetConfig{.max_length = 0}),
+                         doctest::Contains("max_length must be >= 1"), std::invalid_argument);
     // Each regime checks the fields it reads, and only those (period was already so).
     CHECK_THROWS_WITH_AS(ToyTarget(ToyTargetConfig{.regime = ToyRegime::markov, .branching = 1}),
                          doctest::Contains("branching must be in [2, 8]"), std::invalid_argument);
