@@ -79,15 +79,21 @@ std::vector<int> ToyBatchTarget::sequences() const {
 std::span<const Token> ToyBatchTarget::tokens(int seq) const { return at(seq, "tokens").tokens(); }
 
 std::vector<Logits> ToyBatchTarget::extend_batch(std::span<const BatchItem> items) {
-  check_batch_items(*this, items);
+  return run(items, "extend_batch");
+}
+
+void ToyBatchTarget::append_batch(std::span<const BatchItem> items) { run(items, "append_batch"); }
+
+std::vector<Logits> ToyBatchTarget::run(std::span<const BatchItem> items, const char* who) {
+  check_batch_items(*this, items, who);
   // Validate everything first, so a bad item leaves every sequence unchanged.
   int total = 0;
   for (size_t j = 0; j < items.size(); ++j) {
-    const ToyTarget& t = at(items[j].seq, "extend_batch");
+    const ToyTarget& t = at(items[j].seq, who);
     for (Token tok : items[j].tokens) {
       if (tok < 0 || tok >= config_.vocab_size) {
-        throw std::invalid_argument("ToyBatchTarget::extend_batch: item " + std::to_string(j) +
-                                    " has token id " + std::to_string(tok) +
+        throw std::invalid_argument(std::string("ToyBatchTarget::") + who + ": item " +
+                                    std::to_string(j) + " has token id " + std::to_string(tok) +
                                     ", outside the vocabulary [0, " +
                                     std::to_string(config_.vocab_size) + ")");
       }
@@ -106,8 +112,7 @@ std::vector<Logits> ToyBatchTarget::extend_batch(std::span<const BatchItem> item
   clock_.check_advance(seconds);
   std::vector<Logits> out;
   out.reserve(items.size());
-  for (const BatchItem& item : items)
-    out.push_back(at(item.seq, "extend_batch").extend(item.tokens));
+  for (const BatchItem& item : items) out.push_back(at(item.seq, who).extend(item.tokens));
   clock_.advance(seconds);
   ++calls_;
   fed_tokens_ += total;

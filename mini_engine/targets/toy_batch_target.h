@@ -35,7 +35,8 @@ struct ToyCostModel {
 
 // Every sequence is scored exactly as a standalone ToyTarget with the same config would score it
 // (the toy's logits are a pure function of config and context), so batched and unbatched runs
-// give identical tokens. Each extend_batch call advances clock() by cost.seconds(total tokens).
+// give identical tokens. Each extend_batch or append_batch call advances clock() by
+// cost.seconds(total tokens).
 class ToyBatchTarget final : public BatchTarget {
  public:
   // Throws std::invalid_argument for a bad config (as ToyTarget does) or cost model.
@@ -49,19 +50,23 @@ class ToyBatchTarget final : public BatchTarget {
   std::vector<int> sequences() const override;
   std::span<const Token> tokens(int seq) const override;
   std::vector<Logits> extend_batch(std::span<const BatchItem> items) override;
+  // extend_batch() without the logits; the same cost on the clock. Its errors name append_batch.
+  void append_batch(std::span<const BatchItem> items) override;
   void truncate(int seq, int new_len) override;
 
-  // The simulated time: the sum of the costs of every extend_batch call so far.
+  // The simulated time: the sum of the costs of every extend_batch and append_batch call so far.
   const SimulatedClock& clock() const { return clock_; }
   const ToyCostModel& cost_model() const { return cost_; }
   const ToyTargetConfig& config() const { return config_; }
-  std::int64_t calls() const { return calls_; }            // extend_batch calls so far
+  std::int64_t calls() const { return calls_; }            // extend/append_batch calls so far
   std::int64_t fed_tokens() const { return fed_tokens_; }  // tokens fed by those calls
   // A prompt that suits the regime, as ToyTarget::make_prompt (the same for every sequence).
   std::vector<Token> make_prompt(int length) const;
 
  private:
   ToyTarget& at(int seq, const char* who) const;
+  // Checks `items` (messages name `who`), advances the clock and extends every sequence.
+  std::vector<Logits> run(std::span<const BatchItem> items, const char* who);
   ToyTargetConfig config_;
   ToyCostModel cost_;
   SimulatedClock clock_;

@@ -85,6 +85,16 @@ TEST_SUITE("engine / batch target") {
     CHECK_THROWS_WITH_AS(batch.extend_batch(items), doctest::Contains("has no tokens"),
                          std::invalid_argument);
     CHECK_THROWS_AS(batch.extend_batch(std::span<const BatchItem>{}), std::invalid_argument);
+    // append_batch refuses the same items, naming itself: the message says which call it was.
+    CHECK_THROWS_WITH_AS(batch.append_batch(items),
+                         doctest::Contains("append_batch item 1 (sequence 1) has no tokens"),
+                         std::invalid_argument);
+    items = {{s0, ok}, {s1, bad_id}};
+    CHECK_THROWS_WITH_AS(batch.append_batch(items),
+                         doctest::Contains("ToyBatchTarget::append_batch: item 1 has token id 64"),
+                         std::invalid_argument);
+    items = {{s0, ok}, {s1, too_long}};
+    CHECK_THROWS_AS(batch.append_batch(items), ContextOverflow);
     CHECK(batch.length(s0) == 0);
     CHECK(batch.length(s1) == 0);
     CHECK(batch.calls() == 0);
