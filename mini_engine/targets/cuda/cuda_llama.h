@@ -12,7 +12,8 @@
 namespace speclab {
 
 struct CudaLlamaOptions {
-  int max_length = 0;  // KV-cache capacity in tokens; 0 = the model's context length
+  int max_length = 0;  // KV-cache capacity in tokens: the smaller of this and the model's context
+                       // length; 0 (or less) = the model's context length
   int device = 0;      // CUDA device ordinal
   bool graphs = true;  // replay decode steps and verify passes (<= 16 tokens) as CUDA graphs
 };
@@ -24,8 +25,11 @@ bool cuda_backend_built();
 // driver, no device), in words fit for an error message.
 std::string cuda_unavailable_reason();
 
-// Loads a Llama-family GGUF onto the GPU. Throws std::runtime_error naming the cause when no
-// device can be used, and GgufError for a malformed or unsupported model.
+// Loads a Llama-family GGUF onto the GPU; the caller owns the Target. Throws std::runtime_error
+// naming the cause when no device can be used (checked before the file is read), the file cannot
+// be read, max_length needs more shared memory than a block has, or a CUDA or cuBLAS call fails;
+// GgufError for a malformed file; ModelError for one that is not a runnable Llama model (as
+// CpuLlama::open).
 std::unique_ptr<Target> make_cuda_llama(const std::string& gguf_path,
                                         const CudaLlamaOptions& options = {});
 
