@@ -59,7 +59,8 @@ class CpuLlama final : public Target {
   Logits extend(std::span<const Token> tokens) override;
   // extend() without the output norm and projection: the same KV cache, no logits.
   void append(std::span<const Token> tokens) override;
-  // Drops the KV-cache entries past new_len (they are overwritten by the next extend).
+  // Drops the KV-cache entries past new_len (they are overwritten by the next extend). Throws
+  // std::out_of_range unless 0 <= new_len <= length().
   void truncate(int new_len) override;
 
   const LlamaHParams& hparams() const { return w_.hp; }

@@ -22,7 +22,8 @@ class SpinBarrier {
  public:
   static constexpr int kDefaultSpins = 2000;
 
-  // A barrier for `threads` threads (>= 1; throws std::invalid_argument otherwise).
+  // A barrier for `threads` threads (>= 1; throws std::invalid_argument otherwise). A waiting
+  // thread pauses `spins` times before it sleeps (0 or less: it sleeps at once).
   explicit SpinBarrier(int threads, int spins = kDefaultSpins) : threads_(threads), spins_(spins) {
     if (threads < 1) {
       throw std::invalid_argument("SpinBarrier: needs at least 1 thread, got " +

@@ -13,7 +13,7 @@ namespace speclab::kmath {
 
 // ---- RMSNorm: y_i = x_i * w_i / sqrt(mean(x^2) + eps) ----
 
-// 1 / sqrt(sum_sq / n + eps), from the row's sum of squares.
+// 1 / sqrt(sum_sq / n + eps), from the row's sum of squares (n >= 1 elements).
 SPECLAB_HD inline float rms_inverse(float sum_sq, int n, float eps) {
   return 1.0f / sqrtf(sum_sq / static_cast<float>(n) + eps);
 }
@@ -89,7 +89,8 @@ SPECLAB_HD inline std::int64_t up_index(std::int64_t i, int n_ff) {
 
 // ---- Attention over the KV cache ----
 
-// Which KV head query head `head` reads (grouped-query attention).
+// Which KV head query head `head` reads (grouped-query attention). Requires n_kv_heads >= 1
+// dividing n_heads, as load_llama_weights checks.
 SPECLAB_HD inline int kv_head_of(int head, int n_heads, int n_kv_heads) {
   return head / (n_heads / n_kv_heads);
 }
