@@ -31,8 +31,8 @@ class Target {
   // Appends `tokens` to the sequence in one pass and returns tokens.size() rows: row i scores the
   // token that follows tokens[i] (given everything before it).
   // Requires non-empty `tokens`, every id in [0, vocab_size()).
-  // Throws std::invalid_argument on a bad id and ContextOverflow past max_length(); in both cases
-  // the sequence is left unchanged.
+  // Throws std::invalid_argument for no tokens or a bad id and ContextOverflow past max_length();
+  // in every case the sequence is left unchanged.
   virtual Logits extend(std::span<const Token> tokens) = 0;
 
   // Appends `tokens` like extend() but computes no logits: a prefill whose scores nobody reads.
