@@ -413,6 +413,33 @@ class Lab07BatchTable(unittest.TestCase):
         self.assertIn("batch.csv has no column 'tokens_per_run'", str(e.exception))
 
 
+class Lab07Meta(unittest.TestCase):
+    """tools/study_lab07's caption: the thread count as a count, not 'thread(s)'."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.lab07 = load_study_results("study_lab07")
+        self.lab07.DATA = Path(self.tmp.name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_one_thread_is_singular_and_two_are_plural(self):
+        for threads, words in ((1, "1 model thread,"), (2, "2 model threads,")):
+            (self.lab07.DATA / "meta.json").write_text(
+                json.dumps(dict(RESULTS_META, threads=threads)), encoding="utf-8")
+            text = self.lab07.render_meta()
+            self.assertIn(words, text)
+            self.assertNotIn("thread(s)", text)
+
+
+class Plural(unittest.TestCase):
+    def test_a_count_of_one_takes_the_singular(self):
+        self.assertEqual(study.plural(1, "thread"), "1 thread")
+        self.assertEqual(study.plural(2, "thread"), "2 threads")
+        self.assertEqual(study.plural(0, "thread"), "0 threads")
+
+
 class RoundTripText(unittest.TestCase):
     def test_the_meta_line_names_the_range_or_nothing(self):
         self.assertEqual(study.round_trip_text({}), "")

@@ -69,6 +69,11 @@ def number(value, where, what):
     return x
 
 
+def plural(n, noun):
+    """'1 thread', '2 threads': a count with its noun, singular only for one."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def cpu_description():
     """The CPU as /proc/cpuinfo names it, with its family and model and the widest integer dot
     product it offers (what the CPU kernels use), e.g. 'AMD EPYC (family 26, model 2, AVX-512
