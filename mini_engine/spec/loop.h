@@ -1,6 +1,5 @@
 #pragma once
 // The decoding loops: plain decoding (the reference) and speculative decoding.
-#include <cstdint>
 #include <functional>
 #include <span>
 #include <vector>

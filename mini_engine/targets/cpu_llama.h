@@ -44,7 +44,7 @@ class CpuLlama final : public Target {
 
   // Takes ownership of an already parsed file (GgufFile::parse keeps pointing into the caller's
   // bytes, which must then outlive this object). Same errors as open().
-  CpuLlama(GgufFile file, CpuLlamaOptions options = {});
+  explicit CpuLlama(GgufFile file, CpuLlamaOptions options = {});
   ~CpuLlama() override;
 
   // "cpu-llama(NAME, T threads)" ("1 thread" for one): NAME is the file's general.name ("llama"
