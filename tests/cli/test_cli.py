@@ -2138,7 +2138,7 @@ class RealModel(unittest.TestCase):
         # and both JSONs), and the batch CSV lacked 'identical' and the tokens per second its
         # JSON has. A column of the batch CSV is now the main CSV's column of that name, in the
         # same order, or one only batched mode has; the README names every one, and every field
-        # of the JSON.
+        # of the JSON. Neither batch file had acceptance_rate, which both of the main mode's have.
         batch_only = ["batch", "plain_seconds_median", "spec_seconds_median", "mismatches"]
         with tempfile.TemporaryDirectory() as tmp:
             main_csv, batch_csv = Path(tmp) / "main.csv", Path(tmp) / "batch.csv"
@@ -2157,13 +2157,50 @@ class RealModel(unittest.TestCase):
             data = json.loads(batch_json.read_text())
         self.assertEqual([c for c in batch if c not in main], batch_only)
         self.assertEqual([c for c in batch if c in main], [c for c in main if c in batch])
-        for column in ("tokens_per_run", "identical", "plain_tokens_per_s", "spec_tokens_per_s",
-                       "draft_us_per_token", "run_cost", "speedup_median", "decode_speedup"):
+        fields = list(data["cases"][0])
+        shared = ("tokens_per_run", "acceptance_rate", "identical", "plain_tokens_per_s",
+                  "spec_tokens_per_s", "draft_us_per_token", "run_cost", "speedup_median",
+                  "decode_speedup")
+        for column in shared:
             self.assertIn(column, batch)
+            self.assertIn(column, fields)
         readme = (ROOT / "README.md").read_text()
         names = set(batch) | set(data["meta"]) | set(data["cases"][0]) | {"first_mismatch"}
         self.assertEqual(sorted(n for n in names if f"`{n}`" not in readme), [],
                          "batched mode's output fields the README does not name")
+        # The `--batch` paragraph of the `speclab bench` row lists the batch files' fields from
+        # `batch` on (those before it, the run's and the case's, it names as ranges, and the
+        # cross-core round trips in words); acceptance_rate was named only for the main mode.
+        row = readme[readme.index("`--batch 1,4,32`"):]
+        row = row[:row.index("\n")]
+        own = batch[batch.index("batch"):] + fields[fields.index("batch"):]
+        self.assertEqual(sorted({n for n in own if not n.startswith("core_round_trip")
+                                 and f"`{n}`" not in row}), [],
+                         "batch fields the README's --batch paragraph does not name")
+
+    def test_bench_batch_mode_writes_the_acceptance_rate_as_the_main_mode_does(self):
+        # Neither batch file had acceptance_rate. As in the main mode's: accepted / drafted, six
+        # significant digits in the CSV, and empty (null in the JSON) where nothing was drafted:
+        # prompt lookup with an --n no 60 tokens of a short prompt repeat drafts nothing.
+        with tempfile.TemporaryDirectory() as tmp:
+            csv_path, json_path = Path(tmp) / "b.csv", Path(tmp) / "b.json"
+            rc, _, err = speclab("bench", "--model", "smollm2", "--threads", "1", "--workload",
+                                 "code_edit", "--batch", "1", "--prompts", "1", "--repeats", "1",
+                                 "--max-new-tokens", "16", "--drafter", "mine,prompt-lookup",
+                                 "--n", "60", "--csv", str(csv_path), "--json", str(json_path))
+            self.assertEqual(rc, 0, err)
+            import csv
+            rows = {r["drafter"]: r for r in csv.DictReader(io.StringIO(csv_path.read_text()))}
+            cases = {c["drafter"]: c for c in json.loads(json_path.read_text())["cases"]}
+        some, none = cases["mine"], cases["prompt-lookup"]
+        self.assertGreater(some["drafted"], 0)  # or the checks below could not fail
+        self.assertEqual(none["drafted"], 0)
+        self.assertEqual(some["acceptance_rate"], some["accepted"] / some["drafted"])
+        self.assertEqual(rows["mine"]["acceptance_rate"], f"{some['acceptance_rate']:.6g}")
+        self.assertEqual((int(rows["mine"]["accepted"]), int(rows["mine"]["drafted"])),
+                         (some["accepted"], some["drafted"]))
+        self.assertIsNone(none["acceptance_rate"])
+        self.assertEqual(rows["prompt-lookup"]["acceptance_rate"], "")
 
     def test_bench_batch_mode_records_the_sampling_it_ran_with(self):
         # Batched mode decodes with --temperature and --seed, but its table, CSV and JSON did

@@ -376,14 +376,14 @@ class ResultsTables(unittest.TestCase):
 # for the same quantities).
 BATCH_CSV = (
     "model,lab_impl,clock,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,k,n,"
-    "sa_draft_ratio,batch,target_runs,drafted,accepted,emitted,tokens_per_run,draft_us_per_token,"
-    "plain_tokens_per_s,spec_tokens_per_s,speedup_median,decode_speedup,plain_seconds_median,"
-    "spec_seconds_median,identical,mismatches,run_cost,core_round_trip_ns_min,"
-    "core_round_trip_ns_max\n"
-    "m,solution,cpu,0,48,1,code_edit,pool,p,5,3,,1,452,1746,944,1396,3.0885,5.1,226.1,358.2,"
-    "1.5843,2.2764,6.1733,3.8966,true,0,1.3568,80.5,81.6\n"
-    "m,solution,cpu,0,48,1,code_edit,pool,p,5,3,,4,452,1746,944,1396,3.0885,5.2,300.0,400.0,"
-    "1.3333,1.5,4.0,3.0,true,0,1.9,80.5,81.6\n")
+    "sa_draft_ratio,batch,target_runs,drafted,accepted,emitted,tokens_per_run,acceptance_rate,"
+    "draft_us_per_token,plain_tokens_per_s,spec_tokens_per_s,speedup_median,decode_speedup,"
+    "plain_seconds_median,spec_seconds_median,identical,mismatches,run_cost,"
+    "core_round_trip_ns_min,core_round_trip_ns_max\n"
+    "m,solution,cpu,0,48,1,code_edit,pool,p,5,3,,1,452,1746,944,1396,3.0885,0.540664,5.1,226.1,"
+    "358.2,1.5843,2.2764,6.1733,3.8966,true,0,1.3568,80.5,81.6\n"
+    "m,solution,cpu,0,48,1,code_edit,pool,p,5,3,,4,452,1746,944,1396,3.0885,0.540664,5.2,300.0,"
+    "400.0,1.3333,1.5,4.0,3.0,true,0,1.9,80.5,81.6\n")
 
 
 class Lab07BatchTable(unittest.TestCase):

@@ -41,6 +41,12 @@ struct BatchCaseResult {
   double al() const {
     return runs ? static_cast<double>(emitted) / static_cast<double>(runs) : 0.0;
   }
+  // accepted / drafted, as SpecStats::acceptance_rate. The files write it only when drafted > 0
+  // (empty in the CSV, null in the JSON, as the main mode's: 0 would read as every draft
+  // rejected).
+  double acceptance_rate() const {
+    return drafted ? static_cast<double>(accepted) / static_cast<double>(drafted) : 0.0;
+  }
   // Tokens per second over the whole batch: the median of the per-repeat rates, as the main
   // mode's.
   double base_tokens_per_second() const { return median_rate(base_emitted, base_seconds); }
@@ -226,20 +232,24 @@ void write_csv(std::ostream& out, const BatchBenchSettings& s, const Model& mode
                const BatchRun& run) {
   out << "model,lab_impl,clock,temperature,max_new_tokens,repeats,workload,drafter,drafter_name,"
          "k,n,sa_draft_ratio,batch,target_runs,drafted,accepted,emitted,tokens_per_run,"
-         "draft_us_per_token,plain_tokens_per_s,spec_tokens_per_s,speedup_median,decode_speedup,"
-         "plain_seconds_median,spec_seconds_median,identical,mismatches,run_cost,"
+         "acceptance_rate,draft_us_per_token,plain_tokens_per_s,spec_tokens_per_s,speedup_median,"
+         "decode_speedup,plain_seconds_median,spec_seconds_median,identical,mismatches,run_cost,"
          "core_round_trip_ns_min,core_round_trip_ns_max\n";
   char numbers[512];
   for (const BatchCaseResult& r : run.results) {
+    // Six significant digits, as the main mode's CSV writes it (its stream's default), so the
+    // two modes' rates read alike; empty where nothing was drafted.
+    char acceptance[32] = "";
+    if (r.drafted > 0) std::snprintf(acceptance, sizeof acceptance, "%.6g", r.acceptance_rate());
     std::snprintf(
         numbers, sizeof numbers,
-        "%d,%s,%s,%d,%lld,%lld,%lld,%lld,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%s,%d,%.4f,%s",
+        "%d,%s,%s,%d,%lld,%lld,%lld,%lld,%.4f,%s,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%s,%d,%.4f,%s",
         r.k,
         // Empty for a drafter without an n or a ratio (null in the JSON).
         r.n > 0 ? std::to_string(r.n).c_str() : "",
         r.sa_draft_ratio >= 0 ? std::to_string(r.sa_draft_ratio).c_str() : "", r.batch,
         static_cast<long long>(r.runs), static_cast<long long>(r.drafted),
-        static_cast<long long>(r.accepted), static_cast<long long>(r.emitted), r.al(),
+        static_cast<long long>(r.accepted), static_cast<long long>(r.emitted), r.al(), acceptance,
         r.draft_us_per_token(), r.base_tokens_per_second(), r.spec_tokens_per_second(), r.speedup(),
         r.decode_speedup(), median(r.base_seconds), median(r.spec_seconds),
         r.mismatches == 0 ? "true" : "false", r.mismatches, r.step_cost(),
@@ -276,6 +286,8 @@ void write_json(std::ostream& out, const BatchBenchSettings& s, const Model& mod
                                                  : nlohmann::ordered_json(nullptr)},
         {"batch", r.batch},
         {"tokens_per_run", r.al()},
+        {"acceptance_rate", r.drafted > 0 ? nlohmann::ordered_json(r.acceptance_rate())
+                                          : nlohmann::ordered_json(nullptr)},
         {"drafted", r.drafted},
         {"accepted", r.accepted},
         {"emitted", r.emitted},
