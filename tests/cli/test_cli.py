@@ -2138,14 +2138,17 @@ class RealModel(unittest.TestCase):
         # and both JSONs), and the batch CSV lacked 'identical' and the tokens per second its
         # JSON has. A column of the batch CSV is now the main CSV's column of that name, in the
         # same order, or one only batched mode has; the README names every one, and every field
-        # of the JSON. Neither batch file had acceptance_rate, which both of the main mode's have.
+        # of the JSON. Neither batch file had acceptance_rate, which both of the main mode's have,
+        # and the batch JSON's fields came in an order of their own: its shared fields now come in
+        # the main JSON's order, and its batch-only ones after the fields they follow in the CSV.
         batch_only = ["batch", "plain_seconds_median", "spec_seconds_median", "mismatches"]
         with tempfile.TemporaryDirectory() as tmp:
             main_csv, batch_csv = Path(tmp) / "main.csv", Path(tmp) / "batch.csv"
-            batch_json = Path(tmp) / "batch.json"
+            main_json, batch_json = Path(tmp) / "main.json", Path(tmp) / "batch.json"
             rc, _, err = speclab("bench", "--model", "toy", "--workload", "toy-periodic",
                                  "--prompts", "1", "--repeats", "1", "--max-new-tokens", "4",
-                                 "--drafter", "mine", "--csv", str(main_csv), "--json", "")
+                                 "--drafter", "mine", "--csv", str(main_csv), "--json",
+                                 str(main_json))
             self.assertEqual(rc, 0, err)
             rc, _, err = speclab("bench", "--model", "smollm2", "--threads", "1", "--workload",
                                  "code_edit", "--batch", "1", "--prompts", "1", "--repeats", "1",
@@ -2155,6 +2158,7 @@ class RealModel(unittest.TestCase):
             main = main_csv.read_text().splitlines()[0].split(",")
             batch = batch_csv.read_text().splitlines()[0].split(",")
             data = json.loads(batch_json.read_text())
+            main_fields = list(json.loads(main_json.read_text())["cases"][0])
         self.assertEqual([c for c in batch if c not in main], batch_only)
         self.assertEqual([c for c in batch if c in main], [c for c in main if c in batch])
         fields = list(data["cases"][0])
@@ -2164,6 +2168,16 @@ class RealModel(unittest.TestCase):
         for column in shared:
             self.assertIn(column, batch)
             self.assertIn(column, fields)
+        self.assertEqual([f for f in fields if f in main_fields],
+                         [f for f in main_fields if f in fields],
+                         "the batch JSON's shared fields in the main JSON's order")
+        for column in batch_only:
+            self.assertEqual(fields[fields.index(column) - 1], batch[batch.index(column) - 1],
+                             column)
+        # The JSON's own per-repeat arrays come where the main JSON has its per-repeat run counts.
+        self.assertEqual([f for f in fields if f not in main_fields and f not in batch],
+                         ["plain_steps", "spec_steps", "draft_seconds"])
+        self.assertEqual(fields.index("plain_steps"), fields.index("spec_decode_seconds") + 1)
         readme = (ROOT / "README.md").read_text()
         names = set(batch) | set(data["meta"]) | set(data["cases"][0]) | {"first_mismatch"}
         self.assertEqual(sorted(n for n in names if f"`{n}`" not in readme), [],

@@ -276,6 +276,10 @@ void write_json(std::ostream& out, const BatchBenchSettings& s, const Model& mod
   j["meta"]["core_round_trip_probes"] = run.round_trips.measured;
   j["cases"] = nlohmann::ordered_json::array();
   for (const BatchCaseResult& r : run.results) {
+    // The main mode's JSON (bench_report.cpp) orders the fields both have alike; batch,
+    // plain_seconds_median, spec_seconds_median and mismatches follow what they follow in this
+    // mode's CSV, and the per-repeat steps and draft times stand where the main JSON has its
+    // per-repeat target runs.
     nlohmann::ordered_json row = {
         {"workload", r.workload},
         {"drafter", r.drafter},
@@ -285,21 +289,21 @@ void write_json(std::ostream& out, const BatchBenchSettings& s, const Model& mod
         {"sa_draft_ratio", r.sa_draft_ratio >= 0 ? nlohmann::ordered_json(r.sa_draft_ratio)
                                                  : nlohmann::ordered_json(nullptr)},
         {"batch", r.batch},
-        {"tokens_per_run", r.al()},
-        {"acceptance_rate", r.drafted > 0 ? nlohmann::ordered_json(r.acceptance_rate())
-                                          : nlohmann::ordered_json(nullptr)},
+        {"target_runs", r.runs},
         {"drafted", r.drafted},
         {"accepted", r.accepted},
         {"emitted", r.emitted},
-        {"target_runs", r.runs},
-        {"plain_seconds_median", median(r.base_seconds)},
-        {"spec_seconds_median", median(r.spec_seconds)},
+        {"tokens_per_run", r.al()},
+        {"acceptance_rate", r.drafted > 0 ? nlohmann::ordered_json(r.acceptance_rate())
+                                          : nlohmann::ordered_json(nullptr)},
+        {"draft_us_per_token", r.draft_us_per_token()},
         {"plain_tokens_per_s", r.base_tokens_per_second()},
         {"spec_tokens_per_s", r.spec_tokens_per_second()},
         {"speedup_median", r.speedup()},
         {"decode_speedup", r.decode_speedup()},
+        {"plain_seconds_median", median(r.base_seconds)},
+        {"spec_seconds_median", median(r.spec_seconds)},
         {"run_cost", r.step_cost()},
-        {"draft_us_per_token", r.draft_us_per_token()},
         {"core_round_trip_ns", round_trip_json(r.round_trip)},
         {"plain_seconds", r.base_seconds},
         {"spec_seconds", r.spec_seconds},
