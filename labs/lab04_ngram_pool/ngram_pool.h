@@ -91,8 +91,9 @@ class NGramPool {
   //    proper prefix of `value`, that value grows into `value` in place (it keeps its age).
   //    Else `value` is appended as the newest; if the key then holds more than
   //    max_values_per_key values, its oldest is dropped.
-  // Requires 1 <= key.size() <= k and 1 <= value.size() <= v; otherwise throws
-  // std::invalid_argument and changes nothing (the pair is not counted either).
+  // Requires 1 <= key.size() <= k, 1 <= value.size() <= v and no negative token id in either;
+  // otherwise throws std::invalid_argument (naming a negative id) and changes nothing (the pair is
+  // not counted either).
   void insert_pair(std::span<const Token> key, std::span<const Token> value);
   // --8<-- [end:insert_pair]
 
@@ -100,7 +101,8 @@ class NGramPool {
   // (lab 04) The initial scan of a new request's tokens. For every key length n in 1..k and every
   // start i with i + n < tokens.size(): key = tokens[i, i+n), value = the up to v tokens that
   // follow it. That is sum over n of max(0, tokens.size() - n) insert_pair calls: 18 for
-  // k = 3 and 8 tokens. Scanning fewer than 2 tokens adds nothing.
+  // k = 3 and 8 tokens. Scanning fewer than 2 tokens adds nothing. Throws std::invalid_argument
+  // naming a negative id in `tokens`, however few they are, before it adds any pair.
   void scan(std::span<const Token> tokens);
   // --8<-- [end:scan]
 
@@ -111,7 +113,8 @@ class NGramPool {
   // tokens[size-1-n, size-1), whose value is this token alone. At most k * v insert_pair calls,
   // whatever the length of `tokens`. Afterwards the pool holds the same values per key as
   // scan(tokens) would have added (possibly in a different age order). Throws
-  // std::invalid_argument on empty `tokens`.
+  // std::invalid_argument on empty `tokens`, and naming a negative id among the tokens it reads
+  // (the last k + v), before it inserts any pair.
   void update(std::span<const Token> tokens);
   // --8<-- [end:update]
 
@@ -122,6 +125,7 @@ class NGramPool {
   // the oldest or, with !is_use_oldest, the newest; otherwise its only value), cut to max_tokens.
   // Returns an empty vector when no key matches, and at once when max_tokens == 0 (no key is
   // looked up, so none becomes more recent). Throws std::invalid_argument when max_tokens < 0.
+  // A negative id in `context` is no error: no key holds one, so a key with one never matches.
   std::vector<Token> lookup(std::span<const Token> context, int max_tokens);
   // --8<-- [end:lookup]
 
@@ -190,12 +194,14 @@ class NGramPoolManager {
 
   // (lab 04) Starts a request: picks its pool (the public one, or a new private one), scans the
   // prompt into it and remembers how many tokens the request has seen. Returns a new id; ids are
-  // never reused.
+  // never reused. A negative id in the prompt throws std::invalid_argument (from the scan), and
+  // then no pool changes and no request is added.
   RequestId add_request(std::span<const Token> prompt);
 
   // (lab 04) Feeds the tokens of `context` that the request has not seen yet to its pool, one
   // NGramPool::update per token. `context` must extend what the request has seen: throws
-  // std::invalid_argument for an unknown id or a context shorter than that.
+  // std::invalid_argument for an unknown id or a context shorter than that, and naming a negative
+  // id among the new tokens before it feeds any of them (the request has then seen what it had).
   void update(RequestId id, std::span<const Token> context);
 
   // (lab 04) update(id, context), then the pool's lookup for up to `k` tokens. This `k` is the
@@ -252,9 +258,12 @@ class NGramPoolDrafter final : public Drafter {
            ", v=" + std::to_string(c.max_draft_len) +
            (c.is_public_pool ? ", public" : ", private") + ")";
   }
+  // A prompt the manager refuses (a negative id) throws and leaves the running generation as it
+  // was.
   void begin(std::span<const Token> prompt) override {
+    const RequestId next = manager_->add_request(prompt);
     end_request();
-    request_ = manager_->add_request(prompt);
+    request_ = next;
   }
   std::vector<Token> propose(std::span<const Token> context, int k) override {
     if (!request_) throw std::logic_error(name() + ": propose() before begin()");

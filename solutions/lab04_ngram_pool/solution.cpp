@@ -25,6 +25,18 @@ void check_config(const NGramPoolConfig& c) {
   }
 }
 
+// Throws std::invalid_argument naming the first negative id in tokens[from, end) and its position
+// in `tokens`. Callers check before they change anything: a check made pair by pair would leave
+// the pairs before the bad id in the pool.
+void check_ids(std::span<const Token> tokens, std::size_t from, const std::string& who) {
+  for (std::size_t i = from; i < tokens.size(); ++i) {
+    if (tokens[i] < 0) {
+      throw std::invalid_argument(who + ": token id " + std::to_string(tokens[i]) +
+                                  " at position " + std::to_string(i) + " is negative");
+    }
+  }
+}
+
 // How many leading tokens a and b share.
 std::size_t common_prefix(std::span<const Token> a, std::span<const Token> b) {
   const std::size_t n = std::min(a.size(), b.size());
@@ -48,6 +60,8 @@ void NGramPool::insert_pair(std::span<const Token> key, std::span<const Token> v
     throw std::invalid_argument("insert_pair: value must hold 1.." + std::to_string(v) +
                                 " tokens, got " + std::to_string(value.size()));
   }
+  check_ids(key, 0, "insert_pair (key)");
+  check_ids(value, 0, "insert_pair (value)");
   ++stats_.pair_updates;
 
   auto it = map_.find(key);
@@ -91,6 +105,7 @@ void NGramPool::insert_pair(std::span<const Token> key, std::span<const Token> v
 void NGramPool::scan(std::span<const Token> tokens) {
   const auto k = static_cast<std::size_t>(config_.max_matching_ngram_size);
   const auto v = static_cast<std::size_t>(config_.max_draft_len);
+  check_ids(tokens, 0, "NGramPool::scan");
   for (std::size_t n = 1; n <= k; ++n) {
     // A key needs at least one token after it: i + n < size.
     for (std::size_t i = 0; i + n < tokens.size(); ++i) {
@@ -105,6 +120,9 @@ void NGramPool::update(std::span<const Token> tokens) {
   const std::size_t end = tokens.size();  // the new token is tokens[end - 1]
   const auto k = static_cast<std::size_t>(config_.max_matching_ngram_size);
   const auto v = static_cast<std::size_t>(config_.max_draft_len);
+  // The pairs below read tokens[end - k - v, end) at most: check those, and only those (the
+  // update's cost stays independent of the context's length).
+  check_ids(tokens, end > k + v ? end - k - v : 0, "NGramPool::update");
   for (std::size_t n = 1; n <= k && n < end; ++n) {
     // Keys start at i and end at i + n <= end - 1; their value tokens[i+n, end) is 1..v long.
     const std::size_t last_start = end - 1 - n;
@@ -165,6 +183,7 @@ void NGramPoolManager::update(RequestId id, std::span<const Token> context) {
                                 " tokens but the context holds only " +
                                 std::to_string(context.size()));
   }
+  check_ids(context, r.seen, "NGramPoolManager::update");  // all new tokens, before the first
   for (std::size_t i = r.seen; i < context.size(); ++i) r.pool->update(context.first(i + 1));
   r.seen = context.size();
 }

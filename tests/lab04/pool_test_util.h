@@ -65,6 +65,20 @@ inline std::string to_text(const Values& values) {
   return s + "}";
 }
 
+// Everything a pool holds, exactly, in words: its counters, then its keys most recently used
+// first, each with its values oldest first. Two pools with the same text propose the same from
+// then on; a failed comparison prints both (for small pools only).
+inline std::string state_text(const NGramPool& pool) {
+  const NGramPoolStats& s = pool.stats();
+  std::string out = "pair_updates=" + std::to_string(s.pair_updates) +
+                    " evicted_keys=" + std::to_string(s.evicted_keys) +
+                    " dropped_values=" + std::to_string(s.dropped_values);
+  for (const V& key : pool.keys_by_recency()) {
+    out += "; " + to_text(key) + " -> " + to_text(pool.values(key));
+  }
+  return out;
+}
+
 // The first key whose values differ between two contents() results, in words, for a failure
 // message (doctest cannot print the rows themselves).
 inline std::string first_difference(const std::vector<std::pair<V, Values>>& got,

@@ -116,4 +116,22 @@ TEST_SUITE("lab04 / Keeping values: the keep rule") {
     INFO("a rejected pair changes nothing, not even stats().pair_updates: check, then count");
     CHECK(pool.stats().pair_updates == 0);
   }
+
+  TEST_CASE("insert_pair rejects a negative token id in the key or the value and changes nothing") {
+    NGramPool pool(config(2, 3));
+    pool.insert_pair(V{1}, V{2});
+    pool.insert_pair(V{3}, V{4});
+    const std::string before = state_text(pool);
+    INFO(
+        "a token id is never negative: insert_pair throws std::invalid_argument naming the id, "
+        "and a rejected pair changes nothing (no value grows, no key is added or used, nothing "
+        "is counted): check the ids with the sizes, before anything else");
+    CHECK_THROWS_WITH_AS(pool.insert_pair(V{1}, V{2, -7}), doctest::Contains("-7"),
+                         std::invalid_argument);  // would grow {2} into {2, -7}
+    CHECK_THROWS_WITH_AS(pool.insert_pair(V{-7}, V{2}), doctest::Contains("-7"),
+                         std::invalid_argument);  // would add the key {-7}
+    CHECK_THROWS_WITH_AS(pool.insert_pair(V{1, -7}, V{5}), doctest::Contains("-7"),
+                         std::invalid_argument);
+    CHECK(state_text(pool) == before);
+  }
 }

@@ -2,8 +2,10 @@
 // Chapter: book/lab04_ngram_pool.md
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "mini_engine/spec/loop.h"
@@ -131,6 +133,65 @@ TEST_SUITE("lab04 / Public and private pools") {
     CHECK(manager.pool(a).stats().pair_updates == 0);
     INFO("the context is still unseen: the next propose feeds it");
     CHECK(manager.propose(a, V{5, 7, 5}, 4) == V{7, 5});
+  }
+
+  TEST_CASE("a negative token id changes neither the pool nor what the request has seen") {
+    // Two managers get the same calls; `rejected` also gets the ones that must throw. With a
+    // public pool, request b's refused tokens must not reach the pool that a drafts from.
+    for (bool is_public : {false, true}) {
+      // A std::string: doctest prints a `const char*` as an address.
+      const std::string pools =
+          is_public ? "one public pool (requests a and b share it)" : "private pools";
+      INFO(pools);
+      NGramPoolManager rejected(pool_config(is_public)), clean(pool_config(is_public));
+      const V prompt = {1, 2, 3, 1, 2};
+      const RequestId a = rejected.add_request(prompt), b = rejected.add_request(prompt);
+      REQUIRE(clean.add_request(prompt) == a);
+      REQUIRE(clean.add_request(prompt) == b);
+      const V context = {1, 2, 3, 1, 2, 3, 4};
+      CHECK(rejected.propose(b, context, 3) == clean.propose(b, context, 3));
+
+      INFO(
+          "update checks every new token before it feeds the first one: fed one by one, 5 and "
+          "6 reach the pool before -7 throws, and the request has not seen them");
+      CHECK_THROWS_WITH_AS(rejected.update(b, V{1, 2, 3, 1, 2, 3, 4, 5, 6, -7}),
+                           doctest::Contains("-7"), std::invalid_argument);
+      CHECK_THROWS_WITH_AS(rejected.propose(b, V{1, 2, 3, 1, 2, 3, 4, 5, -7}, 3),
+                           doctest::Contains("-7"), std::invalid_argument);
+      CHECK_THROWS_WITH_AS(rejected.add_request(V{4, 5, 6, -7, 8}), doctest::Contains("-7"),
+                           std::invalid_argument);
+      CHECK(rejected.num_requests() == clean.num_requests());
+      CHECK(state_text(rejected.pool(a)) == state_text(clean.pool(a)));
+      CHECK(state_text(rejected.pool(b)) == state_text(clean.pool(b)));
+
+      INFO("afterwards both requests go on as if the refused calls never happened");
+      const V next = {1, 2, 3, 1, 2, 3, 4, 5, 6, 7};
+      CHECK(rejected.propose(b, next, 3) == clean.propose(b, next, 3));
+      CHECK(rejected.propose(a, V{1, 2, 3, 1, 2, 3}, 3) ==
+            clean.propose(a, V{1, 2, 3, 1, 2, 3}, 3));
+      CHECK(state_text(rejected.pool(a)) == state_text(clean.pool(a)));
+      CHECK(state_text(rejected.pool(b)) == state_text(clean.pool(b)));
+    }
+  }
+
+  TEST_CASE("the pool drafter refuses a negative token id and keeps its generation") {
+    auto manager = std::make_shared<NGramPoolManager>(pool_config(true));
+    NGramPoolDrafter drafter(manager);
+    drafter.begin(V{1, 2, 3, 1, 2});
+    const auto request = drafter.request();
+    REQUIRE(request.has_value());
+    const std::string before = state_text(manager->pool(*request));
+    CHECK_THROWS_WITH_AS(drafter.begin(V{4, 5, -7}), doctest::Contains("-7"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(drafter.observe(V{1, 2, 3, 1, 2, 5, -7}, RoundRecord{}),
+                         doctest::Contains("-7"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(drafter.propose(V{1, 2, 3, 1, 2, -7}, 3), doctest::Contains("-7"),
+                         std::invalid_argument);
+    INFO("a refused begin() keeps the generation that was running, and its pool as it was");
+    CHECK(drafter.request().value_or(-1) == *request);  // -1: no request at all
+    CHECK(manager->num_requests() == 1);
+    CHECK(state_text(manager->pool(*request)) == before);
+    CHECK(drafter.propose(V{1, 2, 3, 1, 2}, 3) == V{3, 1, 2});
   }
 
   TEST_CASE("the pool drafter is lossless on the toy target") {

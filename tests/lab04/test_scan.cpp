@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "ngram_pool.h"
@@ -116,5 +117,22 @@ TEST_SUITE("lab04 / The initial scan") {
     pool.scan(V{7});
     CHECK(pool.num_keys() == 0);
     CHECK(pool.stats().pair_updates == 0);
+  }
+
+  TEST_CASE("a scan with a negative token id throws before it adds any pair") {
+    // k = 2, v = 2 over 4 5 6 -7 8: the first pair, 4 -> 5 6, holds no -7; the second,
+    // 5 -> 6 -7, does. A scan that leaves the check to insert_pair has added 4 -> 5 6 by then.
+    NGramPool pool(config(2, 2));
+    pool.scan(V{1, 2, 3});
+    const std::string before = state_text(pool);
+    INFO(
+        "check every id of the scan before its first insert_pair: a scan that throws halfway "
+        "leaves the pairs before the negative id in the pool");
+    CHECK_THROWS_WITH_AS(pool.scan(V{4, 5, 6, -7, 8}), doctest::Contains("-7"),
+                         std::invalid_argument);
+    CHECK(state_text(pool) == before);
+    INFO("a scan too short to add a pair still checks its ids");
+    CHECK_THROWS_WITH_AS(pool.scan(V{-7}), doctest::Contains("-7"), std::invalid_argument);
+    CHECK(state_text(pool) == before);
   }
 }

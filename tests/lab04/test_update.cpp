@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "ngram_pool.h"
@@ -91,5 +92,30 @@ TEST_SUITE("lab04 / The per-token update") {
     CHECK_THROWS_AS(pool.update(V{}), std::invalid_argument);
     pool.update(V{4});  // one token: nothing precedes it, so no pair
     CHECK(pool.num_keys() == 0);
+  }
+
+  TEST_CASE("update with a negative token id throws before it inserts any pair") {
+    // k = 2, v = 3: update reads the last k + v = 5 tokens. In 1 -7 3 4 5 6 the -7 is the oldest
+    // of them: only key length 2 reaches it (key -7 3, value 4 5 6), after key length 1 has
+    // grown 3 -> 4 5 into 4 5 6. A check left to insert_pair comes too late.
+    NGramPool pool(config(2, 3));
+    pool.scan(V{1, 2, 3, 4, 5});
+    const std::string before = state_text(pool);
+    INFO(
+        "check the ids update reads (the last k + v tokens) before its first insert_pair; the "
+        "message names the id");
+    CHECK_THROWS_WITH_AS(pool.update(V{1, 2, 3, 4, 5, -7}), doctest::Contains("-7"),
+                         std::invalid_argument);
+    CHECK(state_text(pool) == before);
+    CHECK_THROWS_WITH_AS(pool.update(V{1, -7, 3, 4, 5, 6}), doctest::Contains("-7"),
+                         std::invalid_argument);
+    CHECK(state_text(pool) == before);
+    CHECK_THROWS_WITH_AS(pool.update(V{-7}), doctest::Contains("-7"), std::invalid_argument);
+    CHECK(state_text(pool) == before);
+    INFO("after the refusals the pool updates as if they never happened");
+    pool.update(V{1, 2, 3, 4, 5, 6});
+    NGramPool scanned(config(2, 3));
+    scanned.scan(V{1, 2, 3, 4, 5, 6});
+    CHECK(first_difference(contents(pool), contents(scanned)) == "none");
   }
 }
