@@ -15,11 +15,12 @@ NGramPool::NGramPool(const NGramPoolConfig& config) : config_(config) {
 
 // --8<-- [start:insert_pair]
 void NGramPool::insert_pair(std::span<const Token> key, std::span<const Token> value) {
-  // TODO(lab04): check the sizes, count the update, then apply the keep rule: a new key (evict the
-  // least recently used key first when the pool is full), the longest value when !is_keep_all, and
-  // the prefix-free list of values when is_keep_all. Call touch() on every known key you
-  // update; a new key is not in lru_ yet, so push it to the front yourself (see touch() in
-  // ngram_pool.h). An evicted key leaves both map_ and lru_.
+  // TODO(lab04): check the sizes and the ids (a negative id throws std::invalid_argument naming
+  // it), count the update, then apply the keep rule: a new key (evict the least recently used
+  // key first when the pool is full), the longest value when !is_keep_all, and the prefix-free
+  // list of values when is_keep_all. Call touch() on every known key you update; a new key is
+  // not in lru_ yet, so push it to the front yourself (see touch() in ngram_pool.h). An evicted
+  // key leaves both map_ and lru_.
   (void)key, (void)value;
   todo("lab04", "NGramPool::insert_pair",
        "book/lab04_ngram_pool.md, section 'Keeping values: the keep rule'");
@@ -28,8 +29,10 @@ void NGramPool::insert_pair(std::span<const Token> key, std::span<const Token> v
 
 // --8<-- [start:scan]
 void NGramPool::scan(std::span<const Token> tokens) {
-  // TODO(lab04): for each key length n in 1..k and each start i with i + n < tokens.size(),
-  // insert key tokens[i, i+n) with the up to v tokens that follow it.
+  // TODO(lab04): first check every id (std::invalid_argument naming a negative one): left to
+  // insert_pair, the check comes after the pairs before the bad id went in. Then for each key
+  // length n in 1..k and each start i with i + n < tokens.size(), insert key tokens[i, i+n) with
+  // the up to v tokens that follow it.
   (void)tokens;
   todo("lab04", "NGramPool::scan", "book/lab04_ngram_pool.md, section 'The initial scan'");
 }
@@ -37,8 +40,9 @@ void NGramPool::scan(std::span<const Token> tokens) {
 
 // --8<-- [start:update]
 void NGramPool::update(std::span<const Token> tokens) {
-  // TODO(lab04): tokens.back() is new. For each n, insert only the pairs whose value ends at
-  // tokens.back(): at most v per key length, however long `tokens` is.
+  // TODO(lab04): tokens.back() is new. First check the ids of the tokens you read (the last
+  // k + v) for a negative one, as scan does. Then, for each n, insert only the pairs whose value
+  // ends at tokens.back(): at most v per key length, however long `tokens` is.
   (void)tokens;
   todo("lab04", "NGramPool::update", "book/lab04_ngram_pool.md, section 'The per-token update'");
 }
@@ -62,13 +66,15 @@ NGramPoolManager::NGramPoolManager(const NGramPoolConfig& config) : config_(conf
 
 RequestId NGramPoolManager::add_request(std::span<const Token> prompt) {
   // TODO(lab04): public pool or a fresh private pool; scan the prompt; remember what was seen.
+  // A prompt the scan refuses adds no request.
   (void)prompt;
   todo("lab04", "NGramPoolManager::add_request",
        "book/lab04_ngram_pool.md, section 'Public and private pools'");
 }
 
 void NGramPoolManager::update(RequestId id, std::span<const Token> context) {
-  // TODO(lab04): feed the unseen tokens of `context`, one NGramPool::update per token.
+  // TODO(lab04): check the ids of all the unseen tokens of `context` first, then feed them, one
+  // NGramPool::update per token.
   (void)id, (void)context;
   todo("lab04", "NGramPoolManager::update",
        "book/lab04_ngram_pool.md, section 'Public and private pools'");
