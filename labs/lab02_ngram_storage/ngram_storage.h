@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "mini_engine/core/token.h"
@@ -53,11 +54,12 @@ class NGramModel {
   virtual ~NGramModel() = default;
   // The longest context (in tokens) this storage looks at.
   virtual int max_context() const = 0;
-  // Records every n-gram of `prompt`: what a drafter does once, before the first round.
+  // Records every n-gram of `prompt`: what a drafter does once, before the first round. Throws
+  // std::invalid_argument naming a negative id anywhere in the prompt, and then records nothing.
   virtual void seed(std::span<const Token> prompt) = 0;
   // Records that each of `next_tokens`, in order, was seen right after `context` (the whole text
-  // so far: only its trailing tokens are used). Throws std::invalid_argument on a negative id in
-  // next_tokens.
+  // so far: only its trailing tokens are used). Throws std::invalid_argument naming a negative id
+  // in next_tokens.
   virtual void update(std::span<const Token> context, std::span<const Token> next_tokens) = 0;
   // The most frequent token seen after the trailing tokens of `context`, or a miss.
   virtual Prediction next_token(std::span<const Token> context) const = 0;
@@ -103,12 +105,14 @@ class OneLevelNGramStorage final : public NGramModel {
 
   // --8<-- [start:OneLevelNGramStorage]
   // For i = n-1 .. prompt.size()-1: records prompt[i] after prompt[0..i). Fewer than n tokens
-  // record nothing.
+  // record nothing. Throws std::invalid_argument naming a negative id anywhere in the prompt,
+  // however short the prompt, and then records nothing: every id is checked before the first
+  // n-gram is recorded.
   void seed(std::span<const Token> prompt) override;
   // When context.size() >= n-1: records each of next_tokens after the last n-1 tokens of
   // context, in order, updating best as described above. A shorter context records nothing.
-  // Throws std::invalid_argument on a negative id in next_tokens, whatever the context's length
-  // (and then records nothing).
+  // Throws std::invalid_argument naming a negative id in next_tokens, whatever the context's
+  // length (and then records nothing).
   void update(std::span<const Token> context, std::span<const Token> next_tokens) override;
   // {best, true, n-1} for the last n-1 tokens of context when that context was recorded;
   // otherwise (unseen, or context shorter than n-1) a miss: Prediction{}.
@@ -173,11 +177,12 @@ class NGramStorage final : public NGramModel {
   int max_context() const override { return n_ - 1; }
 
   // --8<-- [start:NGramStorage]
-  // Seeds every level: all k-grams of the prompt for k = min_context+1 .. n.
+  // Seeds every level: all k-grams of the prompt for k = min_context+1 .. n. Throws
+  // std::invalid_argument naming a negative id anywhere in the prompt before any level changes.
   void seed(std::span<const Token> prompt) override;
   // Records each of next_tokens after context at every level whose context fits in `context`.
-  // Throws std::invalid_argument on a negative id in next_tokens, even when no level's context fits
-  // (and then records nothing).
+  // Throws std::invalid_argument naming a negative id in next_tokens, even when no level's context
+  // fits (and then records nothing).
   void update(std::span<const Token> context, std::span<const Token> next_tokens) override;
   // Asks the levels from the longest context to the shortest (min_context) and returns the first
   // hit; context_length tells which level answered. A miss only when no level knows its context.
@@ -235,13 +240,12 @@ struct NGramDrafterConfig {
 // The lab's storage as an engine Drafter: begin() seeds a fresh storage with the prompt,
 // propose() is draft(), and observe() records every token a round emitted -- accepted drafts and
 // the target's correction or bonus token -- after the text that preceded it.
+// A prompt the storage refuses (a negative id) makes begin() throw and leaves the running
+// generation as it was: the fresh storage replaces the old one only once it is seeded.
 class NGramDrafter final : public Drafter {
  public:
   explicit NGramDrafter(NGramDrafterConfig config = {})
-      : config_(config),
-        storage_(config.one_level
-                     ? std::unique_ptr<NGramModel>(std::make_unique<OneLevelNGramStorage>(config.n))
-                     : std::make_unique<NGramStorage>(config.n, config.min_context)) {}
+      : config_(config), storage_(make_storage(config)) {}
 
   std::string name() const override {
     return std::string(config_.one_level ? "ngram-one-level" : "ngram") +
@@ -250,8 +254,9 @@ class NGramDrafter final : public Drafter {
            (config_.stop_if_unknown ? "" : ", pad") + ")";
   }
   void begin(std::span<const Token> prompt) override {
-    storage_->clear();
-    storage_->seed(prompt);
+    std::unique_ptr<NGramModel> fresh = make_storage(config_);
+    fresh->seed(prompt);
+    storage_ = std::move(fresh);
   }
   std::vector<Token> propose(std::span<const Token> context, int k) override {
     return draft(*storage_, context, k, config_.stop_if_unknown);
@@ -265,9 +270,15 @@ class NGramDrafter final : public Drafter {
       storage_->update(context.first(first + i), std::span<const Token>(&round.emitted[i], 1));
     }
   }
+  // The current generation's storage; begin() replaces it, so the reference lasts until then.
   const NGramModel& storage() const { return *storage_; }
 
  private:
+  static std::unique_ptr<NGramModel> make_storage(const NGramDrafterConfig& c) {
+    if (c.one_level) return std::make_unique<OneLevelNGramStorage>(c.n);
+    return std::make_unique<NGramStorage>(c.n, c.min_context);
+  }
+
   NGramDrafterConfig config_;
   std::unique_ptr<NGramModel> storage_;
 };

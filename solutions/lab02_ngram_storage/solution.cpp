@@ -7,6 +7,9 @@
 namespace speclab {
 namespace {
 
+// Throws std::invalid_argument naming the first negative id in `tokens`. Callers check before
+// they record anything: a check made n-gram by n-gram would leave the n-grams before the bad id
+// recorded.
 void check_ids(std::span<const Token> tokens, const char* who) {
   for (Token t : tokens) {
     if (t < 0) {
@@ -21,6 +24,7 @@ void check_ids(std::span<const Token> tokens, const char* who) {
 // ---- OneLevelNGramStorage ----
 
 void OneLevelNGramStorage::seed(std::span<const Token> prompt) {
+  check_ids(prompt, "OneLevelNGramStorage::seed");  // every id, before the first n-gram
   for (std::size_t i = static_cast<std::size_t>(n_ - 1); i < prompt.size(); ++i) {
     update(prompt.first(i), prompt.subspan(i, 1));
   }
@@ -54,6 +58,7 @@ Prediction OneLevelNGramStorage::next_token(std::span<const Token> context) cons
 // ---- NGramStorage ----
 
 void NGramStorage::seed(std::span<const Token> prompt) {
+  check_ids(prompt, "NGramStorage::seed");  // before any level changes
   for (auto& l : levels_) l.seed(prompt);
 }
 

@@ -2,16 +2,21 @@
 // Chapter: book/lab02_ngram_storage.md
 #include <doctest/doctest.h>
 
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "ngram_storage.h"
+#include "storage_test_util.h"
 
 using speclab::draft;
 using speclab::NGramDrafter;
+using speclab::NGramDrafterConfig;
 using speclab::NGramStorage;
 using speclab::OneLevelNGramStorage;
 using speclab::RoundRecord;
 using speclab::Token;
+using speclab::lab02_testing::state_text;
 using V = std::vector<Token>;
 
 TEST_SUITE("lab02 / Drafting: chaining predictions") {
@@ -146,5 +151,30 @@ TEST_SUITE("lab02 / Learning from verified text") {
     CHECK(d.propose(V{1}, 2) == V{});
     CHECK(d.propose(V{7}, 2) == V{8});
     CHECK(d.storage().size() == 1);
+  }
+
+  TEST_CASE("begin refuses a prompt with a negative token id and keeps its generation") {
+    for (const NGramDrafterConfig& c :
+         {NGramDrafterConfig{.n = 3, .one_level = true}, NGramDrafterConfig{.n = 3}}) {
+      // Both drafters get the same calls; `d` also gets the ones that must throw.
+      NGramDrafter d(c), twin(c);
+      INFO(d.name());
+      const V prompt = {1, 2, 3, 1, 2};
+      d.begin(prompt);
+      twin.begin(prompt);
+      RoundRecord r;
+      r.position = 5;
+      r.emitted = {4, 1};
+      const V context = {1, 2, 3, 1, 2, 4, 1};
+      d.observe(context, r);
+      twin.observe(context, r);
+      INFO(
+          "a refused begin() keeps the generation that was running, its storage as it was: "
+          "your seed() must throw naming the id before it records anything");
+      CHECK_THROWS_WITH_AS(d.begin(V{4, 5, 6, -7}), doctest::Contains("-7"), std::invalid_argument);
+      CHECK_THROWS_WITH_AS(d.begin(V{-7, 4, 5, 6}), doctest::Contains("-7"), std::invalid_argument);
+      CHECK(state_text(d.storage()) == state_text(twin.storage()));
+      CHECK(d.propose(context, 4) == twin.propose(context, 4));
+    }
   }
 }

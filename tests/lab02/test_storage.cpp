@@ -8,11 +8,13 @@
 
 #include "mini_engine/sampling/rng.h"
 #include "ngram_storage.h"
+#include "storage_test_util.h"
 
 using speclab::NGramStorage;
 using speclab::OneLevelNGramStorage;
 using speclab::Prediction;
 using speclab::Token;
+using speclab::lab02_testing::state_text;
 using V = std::vector<Token>;
 
 namespace {
@@ -354,5 +356,34 @@ TEST_SUITE("lab02 / Seeding from the prompt") {
     NGramStorage me(3);
     me.seed(V{});
     CHECK(me.size() == 0);
+  }
+
+  TEST_CASE("a prompt with a negative token id throws and seeds nothing") {
+    const V good = {1, 2, 3, 1, 2, 4};
+    const V refused[] = {
+        {-7, 1, 2, 3, 1},     // first: only ever a context, which update() does not check
+        {1, 2, 3, -7, 2, 3},  // middle: the n-grams before -7 would be recorded already
+        {1, 2, 3, 1, -7},     // last
+        {1, -7},              // shorter than n: the one-level storage would record nothing
+        {-7},
+    };
+    for (const V& prompt : refused) {
+      // Each storage and its twin seed the same good prompt; only the storage gets `prompt`.
+      OneLevelNGramStorage one(3), one_twin(3);
+      NGramStorage multi(4), multi_twin(4);
+      one.seed(good);
+      one_twin.seed(good);
+      multi.seed(good);
+      multi_twin.seed(good);
+      INFO("seed(", prompt, ")");
+      INFO(
+          "a token id is never negative: seed throws std::invalid_argument naming it, however "
+          "short the prompt, and records nothing. Check every id before the first n-gram: a "
+          "check left to update() comes after the n-grams before the bad id are recorded");
+      CHECK_THROWS_WITH_AS(one.seed(prompt), doctest::Contains("-7"), std::invalid_argument);
+      CHECK(state_text(one) == state_text(one_twin));
+      CHECK_THROWS_WITH_AS(multi.seed(prompt), doctest::Contains("-7"), std::invalid_argument);
+      CHECK(state_text(multi) == state_text(multi_twin));
+    }
   }
 }
