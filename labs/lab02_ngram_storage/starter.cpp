@@ -8,8 +8,10 @@ namespace speclab {
 
 // --8<-- [start:OneLevelNGramStorage]
 void OneLevelNGramStorage::seed(std::span<const Token> prompt) {
-  // TODO(lab02): record every n-gram of the prompt: prompt[i] after prompt[0..i), for each i
-  // that has n-1 tokens before it. update() can do the recording.
+  // TODO(lab02): first check every id of the prompt, however short it is: a negative one throws
+  // std::invalid_argument naming it. Left to update(), n-gram by n-gram, the check comes after the
+  // n-grams before the bad id are recorded. Then record every n-gram of the prompt: prompt[i]
+  // after prompt[0..i), for each i that has n-1 tokens before it. update() can do the recording.
   (void)prompt;
   todo("lab02", "OneLevelNGramStorage::seed",
        "book/lab02_ngram_storage.md, section 'Seeding from the prompt'");
@@ -39,7 +41,8 @@ Prediction OneLevelNGramStorage::next_token(std::span<const Token> context) cons
 
 // --8<-- [start:NGramStorage]
 void NGramStorage::seed(std::span<const Token> prompt) {
-  // TODO(lab02): seed every level.
+  // TODO(lab02): seed every level. A negative id in the prompt must throw before any level
+  // changes.
   (void)prompt;
   todo("lab02", "NGramStorage::seed",
        "book/lab02_ngram_storage.md, section 'Seeding from the prompt'");
