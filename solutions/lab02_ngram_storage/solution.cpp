@@ -7,14 +7,14 @@
 namespace speclab {
 namespace {
 
-// Throws std::invalid_argument naming the first negative id in `tokens`. Callers check before
-// they record anything: a check made n-gram by n-gram would leave the n-grams before the bad id
-// recorded.
+// Throws std::invalid_argument naming the first negative id in `tokens` and its position there.
+// Callers check before they record anything: a check made n-gram by n-gram would leave the
+// n-grams before the bad id recorded.
 void check_ids(std::span<const Token> tokens, const char* who) {
-  for (Token t : tokens) {
-    if (t < 0) {
-      throw std::invalid_argument(std::string(who) + ": token id " + std::to_string(t) +
-                                  " is negative");
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0) {
+      throw std::invalid_argument(std::string(who) + ": token id " + std::to_string(tokens[i]) +
+                                  " at position " + std::to_string(i) + " is negative");
     }
   }
 }
