@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mini_engine/core/logits.h"
@@ -75,6 +76,9 @@ struct NasdConfig {
 
 // NASD as an engine Drafter: begin() seeds a fresh NGramStorage with the prompt, propose() is
 // draft(), and observe() is record_round() with the round's logits.
+// A prompt the storage refuses (a negative id: std::invalid_argument naming it) makes begin()
+// throw and leaves the running generation as it was: the fresh storage replaces the old one only
+// once it is seeded.
 class NasdDrafter final : public Drafter {
  public:
   explicit NasdDrafter(NasdConfig config = {})
@@ -91,8 +95,9 @@ class NasdDrafter final : public Drafter {
            (config_.stop_if_unknown ? "" : ", pad") + ")";
   }
   void begin(std::span<const Token> prompt) override {
-    storage_.clear();
-    storage_.seed(prompt);
+    NGramStorage fresh(config_.n, config_.min_context);
+    fresh.seed(prompt);
+    storage_ = std::move(fresh);
   }
   std::vector<Token> propose(std::span<const Token> context, int k) override {
     return draft(storage_, context, k, config_.stop_if_unknown);
@@ -100,6 +105,8 @@ class NasdDrafter final : public Drafter {
   void observe(std::span<const Token> context, const RoundRecord& round) override {
     record_round(storage_, context, round, config_.filler_top_k);
   }
+  // The current generation's storage. The reference stays valid across begin(), which replaces
+  // what it refers to.
   const NGramStorage& storage() const { return storage_; }
 
  private:

@@ -17,8 +17,12 @@
 #include "mini_engine/targets/toy_target.h"
 #include "nasd.h"
 #include "prompt_lookup.h"
+// Lab 02's state_text: a storage in words, to compare a drafter with a twin. Lab 03 links lab 02's
+// reference storage, so its helper fits NasdDrafter::storage().
+#include "../lab02/storage_test_util.h"
 
 using namespace speclab;
+using speclab::lab02_testing::state_text;
 using V = std::vector<Token>;
 
 namespace {
@@ -277,6 +281,29 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
     OneLevelNGramStorage s(2);
     CHECK_THROWS_AS(record_round(s, h.context, early, 2), std::invalid_argument);
     CHECK(s.size() == 0);
+  }
+
+  TEST_CASE("begin refuses a prompt with a negative token id and keeps its generation") {
+    // Both drafters get the same calls; `d` also gets the ones that must throw. The running
+    // generation: the prompt 1 2 3, then the hand round (7 accepted, 8 emitted) with filler_top_k
+    // 3, so the storage also holds row 0's and row 1's top 3.
+    NasdDrafter d({.filler_top_k = 3}), twin({.filler_top_k = 3});
+    HandRound h;
+    const V prompt = {1, 2, 3};
+    d.begin(prompt);
+    twin.begin(prompt);
+    d.observe(h.context, h.round);
+    twin.observe(h.context, h.round);
+    REQUIRE(state_text(d.storage()) == state_text(twin.storage()));
+    INFO(
+        "a refused begin() keeps the generation that was running, its storage as it was: "
+        "NasdDrafter::begin (nasd.h's glue) seeds a fresh storage and keeps it only once lab 02's "
+        "seed() accepted the prompt");
+    CHECK_THROWS_WITH_AS(d.begin(V{4, 5, 6, -7}), doctest::Contains("-7"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(d.begin(V{-7, 4, 5, 6}), doctest::Contains("-7"), std::invalid_argument);
+    CHECK(state_text(d.storage()) == state_text(twin.storage()));
+    CHECK(d.propose(V{2, 3, 7}, 4) == twin.propose(V{2, 3, 7}, 4));
+    CHECK(d.propose(V{1, 2, 3}, 4) == twin.propose(V{1, 2, 3}, 4));
   }
 
   TEST_CASE("memory grows with filler_top_k exactly as the target's top-k predicts") {
