@@ -322,6 +322,18 @@ inline void sync_automaton(SuffixAutomaton& sa, std::span<const Token> context) 
   for (std::size_t i = sa.size(); i < context.size(); ++i) sa.extend(context[i]);
 }
 
+// Throws std::invalid_argument naming the first negative id in `prompt` and its position, after
+// `who` (the caller). The drafters' begin() call it before they change anything: extend refuses a
+// negative id too, but only when it gets there, with the tokens before it already in.
+inline void check_prompt_ids(std::span<const Token> prompt, const char* who) {
+  for (std::size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] < 0) {
+      throw std::invalid_argument(std::string(who) + ": token id " + std::to_string(prompt[i]) +
+                                  " at position " + std::to_string(i) + " is negative");
+    }
+  }
+}
+
 // The suffix automaton on its own: proposes what followed the longest earlier match of the
 // context's suffix, when that match has at least `min_match` tokens. With `draft_ratio` > 0 the
 // draft is also cut to draft_ratio x the match's length: a short match is weak evidence, a long
@@ -329,6 +341,9 @@ inline void sync_automaton(SuffixAutomaton& sa, std::span<const Token> context) 
 // time, a 12-token one's 97%), so the draft tokens a verify pass pays for (lab 06) go where they
 // are likely to be accepted. 0, the default, does not cut. Throws std::invalid_argument when
 // min_match < 1 or draft_ratio < 0.
+// begin() rebuilds the automaton from the prompt. A prompt with a negative id makes it throw
+// std::invalid_argument naming the id, and leaves the running generation's automaton as it was:
+// every id is checked before the automaton is cleared.
 class SuffixAutomatonDrafter final : public Drafter {
  public:
   explicit SuffixAutomatonDrafter(int min_match = 1, int draft_ratio = 0)
@@ -345,6 +360,7 @@ class SuffixAutomatonDrafter final : public Drafter {
            (draft_ratio_ > 0 ? ", draft_ratio=" + std::to_string(draft_ratio_) : "") + ")";
   }
   void begin(std::span<const Token> prompt) override {
+    check_prompt_ids(prompt, "SuffixAutomatonDrafter::begin");
     sa_.clear();
     sync_automaton(sa_, prompt);
   }
@@ -370,6 +386,10 @@ class SuffixAutomatonDrafter final : public Drafter {
 
 // The automaton as an enhancer of any other drafter (prompt lookup, an n-gram pool, a model):
 // enhanced_propose picks the automaton's draft when its match reaches `threshold` tokens.
+// begin() begins the inner drafter, then rebuilds the automaton from the prompt. A prompt with a
+// negative id makes it throw std::invalid_argument naming the id before either sees the prompt.
+// A prompt the inner drafter refuses (its exception passes through) leaves the automaton as it
+// was; the inner drafter's own state is its business.
 class SuffixEnhancerDrafter final : public Drafter {
  public:
   SuffixEnhancerDrafter(std::shared_ptr<Drafter> inner, int threshold)
@@ -381,9 +401,10 @@ class SuffixEnhancerDrafter final : public Drafter {
     return "sa(threshold=" + std::to_string(threshold_) + ")+" + inner_->name();
   }
   void begin(std::span<const Token> prompt) override {
+    check_prompt_ids(prompt, "SuffixEnhancerDrafter::begin");
+    inner_->begin(prompt);  // before the automaton changes: the inner drafter may refuse it
     sa_.clear();
     sync_automaton(sa_, prompt);
-    inner_->begin(prompt);
   }
   std::vector<Token> propose(std::span<const Token> context, int k) override {
     sync_automaton(sa_, context);

@@ -2,11 +2,14 @@
 // Chapter: book/lab05_suffix_automaton.md, "The automaton as an enhancer".
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "automaton_test_util.h"
 #include "mini_engine/spec/loop.h"
 #include "mini_engine/targets/toy_target.h"
 #include "oracle.h"
@@ -29,6 +32,21 @@ class FixedDrafter final : public Drafter {
     return d;
   }
   int calls = 0;
+};
+
+// Remembers every prompt begin() accepted, and refuses (std::domain_error, before it changes
+// anything) a prompt holding the token 99: an inner drafter with a rule of its own.
+class PromptRecorder final : public Drafter {
+ public:
+  std::string name() const override { return "recorder"; }
+  void begin(std::span<const Token> prompt) override {
+    if (std::find(prompt.begin(), prompt.end(), 99) != prompt.end()) {
+      throw std::domain_error("recorder: refuses the token 99");
+    }
+    prompts.emplace_back(prompt.begin(), prompt.end());
+  }
+  std::vector<Token> propose(std::span<const Token> /*context*/, int /*k*/) override { return {}; }
+  std::vector<V> prompts;
 };
 
 SuffixAutomaton build(const V& s) {
@@ -103,6 +121,39 @@ TEST_SUITE("lab05 / The automaton as an enhancer") {
     const SuffixAutomaton none = build(V{1, 2, 3});
     CHECK_THROWS_AS(enhanced_propose(none, inner, V{1, 2, 3}, 3, 0), std::invalid_argument);
     CHECK_THROWS_AS(enhanced_propose(none, inner, V{1, 2, 3}, 0, 2), std::invalid_argument);
+  }
+
+  TEST_CASE(
+      "the enhancer's begin refuses a prompt with a negative token id and keeps its generation") {
+    // Both enhancers get the same calls; `d` also gets the ones that must throw.
+    auto inner = std::make_shared<PromptRecorder>();
+    SuffixEnhancerDrafter d(inner, 2), twin(std::make_shared<PromptRecorder>(), 2);
+    const V prompt = {1, 2, 3, 1, 2};
+    d.begin(prompt);
+    twin.begin(prompt);
+    const V context = {1, 2, 3, 1, 2, 3, 1};
+    d.observe(context, RoundRecord{});
+    twin.observe(context, RoundRecord{});
+    REQUIRE(state_text(d.automaton()) == state_text(twin.automaton()));
+    {
+      INFO(
+          "a negative id: SuffixEnhancerDrafter::begin (the header's glue) checks every id before "
+          "the automaton or the inner drafter sees the prompt");
+      for (const V& bad : {V{4, 5, 6, -7}, V{-7, 4, 5, 6}, V{1, 2, 3, -7}}) {
+        CAPTURE(bad);
+        CHECK_THROWS_WITH_AS(d.begin(bad), doctest::Contains("-7"), std::invalid_argument);
+        CHECK(state_text(d.automaton()) == state_text(twin.automaton()));
+        CHECK(inner->prompts == std::vector<V>{prompt});
+      }
+    }
+    {
+      INFO(
+          "a prompt the inner drafter refuses: the inner drafter begins first, so the automaton is "
+          "rebuilt only once the inner drafter took the prompt");
+      CHECK_THROWS_AS(d.begin(V{4, 5, 99}), std::domain_error);
+      CHECK(state_text(d.automaton()) == state_text(twin.automaton()));
+    }
+    CHECK(d.propose(context, 3) == twin.propose(context, 3));
   }
 
   TEST_CASE("the enhanced prompt-lookup drafter is lossless on the toy target") {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "automaton_test_util.h"
 #include "mini_engine/spec/loop.h"
 #include "mini_engine/targets/toy_target.h"
 #include "oracle.h"
@@ -86,6 +87,29 @@ TEST_SUITE("lab05 / Proposing from the match") {
     CHECK(drafter.automaton().size() == 3);
     drafter.begin(V{4, 4, 4});  // a new generation starts from its own prompt
     CHECK(drafter.propose(V{4, 4, 4}, 3) == V{4});
+  }
+
+  TEST_CASE(
+      "the drafter's begin refuses a prompt with a negative token id and keeps its generation") {
+    // Both drafters get the same calls; `d` also gets the ones that must throw.
+    SuffixAutomatonDrafter d(2), twin(2);
+    const V prompt = {1, 2, 3, 1, 2};
+    d.begin(prompt);
+    twin.begin(prompt);
+    const V context = {1, 2, 3, 1, 2, 3, 1};
+    d.observe(context, RoundRecord{});
+    twin.observe(context, RoundRecord{});
+    REQUIRE(state_text(d.automaton()) == state_text(twin.automaton()));
+    INFO(
+        "a refused begin() keeps the generation that was running, its automaton as it was: "
+        "SuffixAutomatonDrafter::begin (the header's glue) checks every id before it clears the "
+        "automaton");
+    for (const V& bad : {V{4, 5, 6, -7}, V{-7, 4, 5, 6}, V{1, 2, 3, -7}, V{-7}}) {
+      CAPTURE(bad);
+      CHECK_THROWS_WITH_AS(d.begin(bad), doctest::Contains("-7"), std::invalid_argument);
+      CHECK(state_text(d.automaton()) == state_text(twin.automaton()));
+    }
+    CHECK(d.propose(context, 3) == twin.propose(context, 3));
   }
 
   TEST_CASE("with a draft ratio the drafter proposes at most ratio x match length tokens") {
