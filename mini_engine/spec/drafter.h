@@ -24,6 +24,9 @@ class Drafter {
 
   // Called once per generation, before any propose(), with the full prompt.
   // The spans passed to these three are valid only during the call: copy what you keep.
+  // A prompt the drafter cannot take throws std::invalid_argument (the drafters of labs 02 to 05
+  // refuse a negative token id), and the drafter is then as it was before the call: the
+  // generation it was running, if any, goes on. The tests of labs 02 to 05 hold them to this.
   virtual void begin(std::span<const Token> /*prompt*/) {}
 
   // Up to `k` guesses for the tokens that follow `context` (prompt + everything emitted so far).
