@@ -128,13 +128,8 @@ TEST_SUITE("lab05 / The automaton as an enhancer") {
     // Both enhancers get the same calls; `d` also gets the ones that must throw.
     auto inner = std::make_shared<PromptRecorder>();
     SuffixEnhancerDrafter d(inner, 2), twin(std::make_shared<PromptRecorder>(), 2);
-    const V prompt = {1, 2, 3, 1, 2};
-    d.begin(prompt);
-    twin.begin(prompt);
-    const V context = {1, 2, 3, 1, 2, 3, 1};
-    d.observe(context, RoundRecord{});
-    twin.observe(context, RoundRecord{});
-    REQUIRE(state_text(d.automaton()) == state_text(twin.automaton()));
+    const TwinGeneration gen;
+    gen.start(d, twin);
     {
       INFO(
           "a negative id: SuffixEnhancerDrafter::begin (the header's glue) checks every id before "
@@ -143,7 +138,7 @@ TEST_SUITE("lab05 / The automaton as an enhancer") {
         CAPTURE(bad);
         CHECK_THROWS_WITH_AS(d.begin(bad), doctest::Contains("-7"), std::invalid_argument);
         CHECK(state_text(d.automaton()) == state_text(twin.automaton()));
-        CHECK(inner->prompts == std::vector<V>{prompt});
+        CHECK(inner->prompts == std::vector<V>{gen.prompt});
       }
     }
     {
@@ -153,7 +148,7 @@ TEST_SUITE("lab05 / The automaton as an enhancer") {
       CHECK_THROWS_AS(d.begin(V{4, 5, 99}), std::domain_error);
       CHECK(state_text(d.automaton()) == state_text(twin.automaton()));
     }
-    CHECK(d.propose(context, 3) == twin.propose(context, 3));
+    CHECK(d.propose(gen.context, 3) == twin.propose(gen.context, 3));
   }
 
   TEST_CASE("the enhanced prompt-lookup drafter is lossless on the toy target") {

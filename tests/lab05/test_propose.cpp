@@ -93,13 +93,8 @@ TEST_SUITE("lab05 / Proposing from the match") {
       "the drafter's begin refuses a prompt with a negative token id and keeps its generation") {
     // Both drafters get the same calls; `d` also gets the ones that must throw.
     SuffixAutomatonDrafter d(2), twin(2);
-    const V prompt = {1, 2, 3, 1, 2};
-    d.begin(prompt);
-    twin.begin(prompt);
-    const V context = {1, 2, 3, 1, 2, 3, 1};
-    d.observe(context, RoundRecord{});
-    twin.observe(context, RoundRecord{});
-    REQUIRE(state_text(d.automaton()) == state_text(twin.automaton()));
+    const TwinGeneration gen;
+    gen.start(d, twin);
     INFO(
         "a refused begin() keeps the generation that was running, its automaton as it was: "
         "SuffixAutomatonDrafter::begin (the header's glue) checks every id before it clears the "
@@ -109,7 +104,7 @@ TEST_SUITE("lab05 / Proposing from the match") {
       CHECK_THROWS_WITH_AS(d.begin(bad), doctest::Contains("-7"), std::invalid_argument);
       CHECK(state_text(d.automaton()) == state_text(twin.automaton()));
     }
-    CHECK(d.propose(context, 3) == twin.propose(context, 3));
+    CHECK(d.propose(gen.context, 3) == twin.propose(gen.context, 3));
   }
 
   TEST_CASE("with a draft ratio the drafter proposes at most ratio x match length tokens") {
