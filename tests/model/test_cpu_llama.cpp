@@ -14,6 +14,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "llama_reference.h"
@@ -30,6 +31,11 @@ using speclab::testing::TinyLlamaSpec;
 using namespace speclab::testing;
 
 namespace {
+
+// A GgufFile becomes a CpuLlama only when the caller says so (the constructor is explicit): a
+// function taking a CpuLlama must not silently load a model from a file it was handed.
+static_assert(!std::is_convertible_v<GgufFile, CpuLlama>);
+static_assert(std::is_constructible_v<CpuLlama, GgufFile, CpuLlamaOptions>);
 
 // A tiny model together with the bytes it points into.
 struct Tiny {
