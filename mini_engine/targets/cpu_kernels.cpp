@@ -669,9 +669,10 @@ bool packable(GgmlType t) {
   return t == GgmlType::Q4_0 || t == GgmlType::Q4_1 || t == GgmlType::Q8_0;
 }
 
-}  // namespace
-
-PackedMatrix::PackedMatrix(const QuantMatrix& w) : src_(w) {
+// The bytes of one (row group, block): the codes, the scales (and Q4_1's offsets), rounded up to
+// 64 so that every code vector is 64-byte aligned. Throws for a matrix the packed kernel cannot
+// take.
+size_t group_block_bytes_for(const QuantMatrix& w) {
   if (!packable(w.type) || w.cols <= 0 || w.cols % 32 != 0) {
     throw std::invalid_argument(
         "PackedMatrix: needs a Q4_0, Q4_1 or Q8_0 matrix with cols a "
@@ -679,19 +680,41 @@ PackedMatrix::PackedMatrix(const QuantMatrix& w) : src_(w) {
         ggml_type_name(static_cast<std::uint32_t>(w.type)) + ", cols=" + std::to_string(w.cols) +
         ")");
   }
+  const size_t code_bytes = w.type == GgmlType::Q8_0 ? 512 : 256;
+  return (code_bytes + (w.type == GgmlType::Q4_1 ? 64 : 32) + 63) / 64 * 64;
+}
+
+}  // namespace
+
+size_t PackedMatrix::packed_bytes(const QuantMatrix& w) {
+  const size_t groups = static_cast<size_t>((w.rows + 15) / 16);
+  return groups * static_cast<size_t>(w.cols / 32) * group_block_bytes_for(w);
+}
+
+PackedMatrix::PackedMatrix(const QuantMatrix& w) : src_(w), gbb_(group_block_bytes_for(w)) {
+  own_ = std::make_shared<WeightArena>(WeightArena::aligned_size(packed_bytes(w)));
+  data_ = own_->take(packed_bytes(w));
+  pack(data_);
+}
+
+PackedMatrix::PackedMatrix(const QuantMatrix& w, WeightArena& arena)
+    : src_(w), gbb_(group_block_bytes_for(w)) {
+  data_ = arena.take(packed_bytes(w));
+  pack(data_);
+}
+
+void PackedMatrix::pack(std::uint8_t* dst_base) {
+  const QuantMatrix& w = src_;
   const bool q8 = w.type == GgmlType::Q8_0;
   const size_t code_bytes = q8 ? 512 : 256;
-  // Rounded up to 64 bytes so that every code vector is 64-byte aligned.
-  gbb_ = (code_bytes + (w.type == GgmlType::Q4_1 ? 64 : 32) + 63) / 64 * 64;
-  const int groups = (w.rows + 15) / 16, nb = w.cols / 32;
-  data_.assign(static_cast<size_t>(groups) * nb * gbb_, 0);
+  const int nb = w.cols / 32;
   const int bb = block_bytes(w.type);
   BlockCodes codes;
   for (int r = 0; r < w.rows; ++r) {
     const int g = r / 16, i = r % 16;
     for (int b = 0; b < nb; ++b) {
       const std::uint8_t* src = w.row(r) + static_cast<size_t>(b) * bb;
-      std::uint8_t* dst = data_.data() + (static_cast<size_t>(g) * nb + b) * gbb_;
+      std::uint8_t* dst = dst_base + (static_cast<size_t>(g) * nb + b) * gbb_;
       unpack_block(w.type, src, codes);
       auto* scales = reinterpret_cast<std::uint16_t*>(dst + code_bytes);
       if (q8) {

@@ -16,10 +16,12 @@
 // them.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <vector>
 
 #include "mini_engine/model/llama_weights.h"
+#include "mini_engine/targets/weight_arena.h"
 
 namespace speclab::cpu {
 
@@ -130,10 +132,17 @@ void check_kernel(MatmulKernel kernel, const char* who);
 class PackedMatrix {
  public:
   PackedMatrix() = default;
-  // Repacks w (which must outlive this object: the fallback kernels read it).
+  // Repacks w (which must outlive this object: the fallback kernels read it) into memory of its
+  // own, shared by the copies of this object.
   // Requires w.type one of Q4_0, Q4_1, Q8_0 and w.cols a multiple of 32; throws
   // std::invalid_argument otherwise.
   explicit PackedMatrix(const QuantMatrix& w);
+  // The same, into arena.take(packed_bytes(w)): a model packs all its matrices into one arena
+  // (weight_arena.h says why). The arena must outlive this object and its copies. Also throws
+  // std::length_error, taking nothing, when the arena has too little left.
+  PackedMatrix(const QuantMatrix& w, WeightArena& arena);
+  // The bytes a packed copy of w takes. Same requirements and errors as the constructors.
+  static size_t packed_bytes(const QuantMatrix& w);
 
   const QuantMatrix& source() const { return src_; }
   int rows() const { return src_.rows; }
@@ -143,13 +152,16 @@ class PackedMatrix {
   // The bytes of (row group g, block b). Requires g < (rows() + 15) / 16 and b < blocks()
   // (unchecked).
   const std::uint8_t* at(int g, int b) const {
-    return data_.data() + (static_cast<size_t>(g) * blocks() + b) * gbb_;
+    return data_ + (static_cast<size_t>(g) * blocks() + b) * gbb_;
   }
 
  private:
+  void pack(std::uint8_t* dst);  // fills packed_bytes(src_) zeroed bytes at dst
+
   QuantMatrix src_;
   size_t gbb_ = 0;
-  AlignedVector<std::uint8_t> data_;
+  std::shared_ptr<WeightArena> own_;  // the memory when the matrix has its own; null in a model's
+  std::uint8_t* data_ = nullptr;      // packed_bytes(src_) bytes, 64-byte aligned
 };
 
 // Same contract and errors as matmul() below, on a packed matrix: y[t * ldy + r] for rows

@@ -218,13 +218,25 @@ CpuLlama::CpuLlama(GgufFile file, CpuLlamaOptions options)
   rope_theta_scale_ = std::pow(w_.hp.rope_base, -2.0f / static_cast<float>(hd));
   scratch_ = std::make_unique<Scratch>();
   if (options.kernel == cpu::MatmulKernel::packed) {
+    // In the order a forward pass reads them.
+    std::vector<const QuantMatrix*> order;
     for (const LlamaLayer& L : w_.layers) {
-      packed_layers_.push_back({cpu::PackedMatrix(L.wq), cpu::PackedMatrix(L.wk),
-                                cpu::PackedMatrix(L.wv), cpu::PackedMatrix(L.wo),
-                                cpu::PackedMatrix(L.w_gate), cpu::PackedMatrix(L.w_up),
-                                cpu::PackedMatrix(L.w_down)});
+      for (const QuantMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+        order.push_back(m);
+      }
     }
-    packed_output_ = cpu::PackedMatrix(w_.output);
+    order.push_back(&w_.output);
+    size_t bytes = 0;
+    for (const QuantMatrix* m : order) {
+      bytes += cpu::WeightArena::aligned_size(cpu::PackedMatrix::packed_bytes(*m));
+    }
+    packed_arena_ = cpu::WeightArena(bytes);
+    auto pack = [&](const QuantMatrix& m) { return cpu::PackedMatrix(m, packed_arena_); };
+    for (const LlamaLayer& L : w_.layers) {
+      packed_layers_.push_back({pack(L.wq), pack(L.wk), pack(L.wv), pack(L.wo), pack(L.w_gate),
+                                pack(L.w_up), pack(L.w_down)});
+    }
+    packed_output_ = pack(w_.output);
   }
 }
 

@@ -66,6 +66,9 @@ class CpuLlama final : public Target {
   const LlamaHParams& hparams() const { return w_.hp; }
   const LlamaWeights& weights() const { return w_; }
   int threads() const { return threads_; }
+  // The one block that holds every repacked weight matrix, in the order a forward pass reads them
+  // (empty unless options.kernel is packed). For tools that report its pages: weight_arena.h.
+  const cpu::WeightArena& packed_weights() const { return packed_arena_; }
 
  private:
   friend class CpuLlamaBatch;  // runs several sequences' KV caches through one forward pass
@@ -116,7 +119,9 @@ class CpuLlama final : public Target {
 
   std::unique_ptr<Scratch> scratch_;
 
-  // The weights repacked for MatmulKernel::packed (empty for the other kernels).
+  // The weights repacked for MatmulKernel::packed (empty for the other kernels), all in one
+  // arena (huge pages where the kernel has them: weight_arena.h).
+  cpu::WeightArena packed_arena_;
   struct PackedLayer {
     cpu::PackedMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
   };

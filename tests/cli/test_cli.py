@@ -2280,8 +2280,13 @@ class RealModel(unittest.TestCase):
             self.assertEqual(len(per_repeat), 3)
             self.assertEqual(min(per_repeat), v["relative_min"])
             self.assertEqual(max(per_repeat), v["relative_max"])
+        # SmolLM2's matrices repacked: 93.7 MiB, of which what the kernel put in 2 MiB pages.
+        self.assertAlmostEqual(data["weights_mib"], 93.7, delta=0.1)
+        self.assertGreaterEqual(data["weights_in_huge_pages_mib"], 0)
+        self.assertLessEqual(data["weights_in_huge_pages_mib"], data["weights_mib"])
         p = subprocess.run(args, capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"weights  93\.7 MiB packed, \d+\.\d MiB of them in 2 MiB pages")
         self.assertIn("per repeat: cross-core round trip before it, then the k=2 ratio:", p.stdout)
         self.assertEqual(p.stdout.rstrip().splitlines()[-1].count("x"), 3, p.stdout)
 

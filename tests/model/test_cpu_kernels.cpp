@@ -15,6 +15,7 @@
 
 using namespace speclab;
 using namespace speclab::cpu;
+using speclab::testing::make_matrix;
 using speclab::testing::random_matrix_bytes;
 
 namespace {
@@ -67,17 +68,6 @@ std::vector<float> magnitudes(const QuantMatrix& w, const QuantizedActs& x) {
     }
   }
   return out;
-}
-
-QuantMatrix make_matrix(std::uint32_t type, int rows, int cols,
-                        const std::vector<std::uint8_t>& b) {
-  QuantMatrix m;
-  m.type = static_cast<GgmlType>(type);
-  m.data = b.data();
-  m.rows = rows;
-  m.cols = cols;
-  m.row_bytes = ggml_row_bytes(m.type, cols);
-  return m;
 }
 
 const char* type_name(std::uint32_t t) { return t == 2 ? "Q4_0" : t == 3 ? "Q4_1" : "Q8_0"; }

@@ -396,6 +396,41 @@ TEST_SUITE("engine_forward / loading a Llama GGUF") {
 }
 
 TEST_SUITE("engine_forward / the forward pass") {
+  TEST_CASE("the packed weights of a model fill one arena, in the order a pass reads them") {
+    TinyLlamaSpec s;
+    s.tied = false;
+    Tiny t = make_tiny(s);
+    const LlamaWeights& w = t.target->weights();
+    const cpu::WeightArena& arena = t.target->packed_weights();
+    std::vector<const QuantMatrix*> order;
+    for (const LlamaLayer& L : w.layers) {
+      for (const QuantMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+        order.push_back(m);
+      }
+    }
+    order.push_back(&w.output);
+    size_t bytes = 0;
+    std::vector<size_t> offsets;
+    for (const QuantMatrix* m : order) {
+      offsets.push_back(bytes);
+      bytes += cpu::WeightArena::aligned_size(cpu::PackedMatrix::packed_bytes(*m));
+    }
+    CHECK(arena.capacity() == bytes);
+    CHECK(arena.used() == bytes);
+    // The first matrix's packed codes start the block; the output projection's end it.
+    const cpu::PackedMatrix wq(w.layers[0].wq);
+    CHECK(std::equal(arena.data(), arena.data() + cpu::PackedMatrix::packed_bytes(w.layers[0].wq),
+                     wq.at(0, 0)));
+    const cpu::PackedMatrix out(w.output);
+    CHECK(std::equal(arena.data() + offsets.back(),
+                     arena.data() + offsets.back() + cpu::PackedMatrix::packed_bytes(w.output),
+                     out.at(0, 0)));
+    CpuLlamaOptions o;
+    o.kernel = cpu::MatmulKernel::simd;  // reads the file's blocks: nothing is repacked
+    Tiny plain = make_tiny(s, o);
+    CHECK(plain.target->packed_weights().capacity() == 0);
+  }
+
   TEST_CASE("tiny models match a plain full-recompute reference for every kernel and type") {
     for (std::uint32_t type : {2u, 3u, 8u}) {
       for (cpu::MatmulKernel kernel : {cpu::MatmulKernel::reference, cpu::MatmulKernel::scalar,

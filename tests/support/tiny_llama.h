@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gguf_writer.h"
+#include "mini_engine/model/llama_weights.h"
 #include "mini_engine/model/quant.h"
 #include "mini_engine/sampling/rng.h"
 
@@ -79,6 +80,19 @@ inline std::vector<std::uint8_t> random_matrix_bytes(std::uint32_t type, int row
     }
   }
   return out;
+}
+
+// A QuantMatrix view of `b` (from random_matrix_bytes with the same type and shape), which must
+// outlive it.
+inline QuantMatrix make_matrix(std::uint32_t type, int rows, int cols,
+                               const std::vector<std::uint8_t>& b) {
+  QuantMatrix m;
+  m.type = static_cast<GgmlType>(type);
+  m.data = b.data();
+  m.rows = rows;
+  m.cols = cols;
+  m.row_bytes = ggml_row_bytes(m.type, cols);
+  return m;
 }
 
 inline std::vector<std::uint8_t> build_tiny_llama(const TinyLlamaSpec& s) {

@@ -5,6 +5,7 @@
 //   verify    the time of one extend() over k + 1 tokens (a verify pass), relative to one decode
 //             step at the same context length, k = 1..kmax: the median over repeats of each
 //             repeat's own ratio
+//   weights   the packed weights' size, and how much of it the kernel put in 2 MiB pages
 //   placement the cross-core round trip before each repeat (tools/speclab/core_probe.h): on a
 //             shared virtual machine the host may put the two CPUs on one die or on two, and
 //             the verify cost differs between the two (book/engine_forward.md)
@@ -177,6 +178,11 @@ int main(int argc, char** argv) {
                  {"relative_per_repeat", rk}});
   }
   out["verify"] = v;
+  // Whether the packed weights got the huge pages they ask for (weight_arena.h): a kernel with
+  // transparent huge pages off, or too fragmented to find 2 MiB pages, runs a decode step slower.
+  const cpu::WeightArena& arena = target->packed_weights();
+  out["weights_mib"] = static_cast<double>(arena.capacity()) / (1 << 20);
+  out["weights_in_huge_pages_mib"] = static_cast<double>(arena.huge_page_bytes()) / (1 << 20);
   nlohmann::json trips = nlohmann::json::array();  // null where not measured (one CPU)
   for (const CoreRoundTrip& rt : round_trips)
     trips.push_back(rt.ok() ? nlohmann::json(rt.ns) : nullptr);
@@ -192,6 +198,8 @@ int main(int argc, char** argv) {
       g_cpu_time ? "process CPU time" : "wall clock");
   std::printf("  prefill  %8.1f tokens/s\n", prefill_tps);
   std::printf("  decode   %8.1f tokens/s  (%.2f ms per step)\n", 1.0 / step_s, step_s * 1e3);
+  std::printf("  weights  %.1f MiB packed, %.1f MiB of them in 2 MiB pages\n",
+              out["weights_mib"].get<double>(), out["weights_in_huge_pages_mib"].get<double>());
   std::printf(
       "  verify pass of k+1 tokens, cost relative to one decode step (median of the\n"
       "  per-repeat ratios, and their range):\n");
