@@ -6,9 +6,10 @@
 //   x += Wdown . (silu(Wgate . rmsnorm(x)) * (Wup . rmsnorm(x)))
 // and logits = Wout . rmsnorm(x), where Wout is the embedding table when the file ties them.
 //
-// The weights stay in their quantized ggml blocks inside the memory-mapped file; the matrix
-// products quantize activations to 8 bits and use integer dot products (cpu_kernels.h). Every
-// token of one extend() call goes through each weight matrix together, so a verify pass over
+// The weights stay in their quantized ggml blocks: the default kernel reads a copy repacked once
+// at load time into one block of memory (weight_arena.h), the others the memory-mapped file. The
+// matrix products quantize activations to 8 bits and use integer dot products (cpu_kernels.h).
+// Every token of one extend() call goes through each weight matrix together, so a verify pass over
 // k + 1 tokens reads the weights once, like a single decode step.
 #include <memory>
 #include <string>
