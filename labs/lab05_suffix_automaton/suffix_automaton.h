@@ -311,27 +311,32 @@ std::vector<Token> enhanced_propose(const SuffixAutomaton& sa, Drafter& inner,
 
 // ---- glue: the engine-facing drafters (not part of the exercise) ----
 
-// Brings `sa` up to date with `context`: extends it with the tokens it has not seen. It trusts
-// that `context` extends what it saw (the engine guarantees it) and checks only the last seen
-// token; if that differs, or `context` is shorter, it rebuilds from scratch.
-inline void sync_automaton(SuffixAutomaton& sa, std::span<const Token> context) {
-  const std::size_t seen = sa.size();
-  if (seen > context.size() || (seen > 0 && context[seen - 1] != sa.tokens()[seen - 1])) {
-    sa.clear();
-  }
-  for (std::size_t i = sa.size(); i < context.size(); ++i) sa.extend(context[i]);
-}
-
-// Throws std::invalid_argument naming the first negative id in `prompt` and its position, after
-// `who` (the caller). The drafters' begin() call it before they change anything: extend refuses a
-// negative id too, but only when it gets there, with the tokens before it already in.
-inline void check_prompt_ids(std::span<const Token> prompt, const char* who) {
-  for (std::size_t i = 0; i < prompt.size(); ++i) {
-    if (prompt[i] < 0) {
-      throw std::invalid_argument(std::string(who) + ": token id " + std::to_string(prompt[i]) +
+// Throws std::invalid_argument naming the first negative id in tokens[from, end) and its position
+// in `tokens`, after `who` (the caller). The glue below checks the ids before it changes the
+// automaton: extend refuses a negative id too, but only when it gets there, with the tokens before
+// it already in.
+inline void check_token_ids(std::span<const Token> tokens, std::size_t from, const char* who) {
+  for (std::size_t i = from; i < tokens.size(); ++i) {
+    if (tokens[i] < 0) {
+      throw std::invalid_argument(std::string(who) + ": token id " + std::to_string(tokens[i]) +
                                   " at position " + std::to_string(i) + " is negative");
     }
   }
+}
+
+// Brings `sa` up to date with `context`: extends it with the tokens it has not seen. It trusts
+// that `context` extends what it saw (the engine guarantees it) and checks only the last seen
+// token; if that differs, or `context` is shorter, it rebuilds from scratch. All or nothing: a
+// negative id among the tokens it would feed (the unseen ones, or all of them on a rebuild) throws
+// std::invalid_argument naming `who`, the id and its position in `context`, before `sa` is
+// cleared or extended.
+inline void sync_automaton(SuffixAutomaton& sa, std::span<const Token> context, const char* who) {
+  const std::size_t seen = sa.size();
+  const bool rebuild =
+      seen > context.size() || (seen > 0 && context[seen - 1] != sa.tokens()[seen - 1]);
+  check_token_ids(context, rebuild ? 0 : seen, who);
+  if (rebuild) sa.clear();
+  for (std::size_t i = sa.size(); i < context.size(); ++i) sa.extend(context[i]);
 }
 
 // The suffix automaton on its own: proposes what followed the longest earlier match of the
@@ -343,7 +348,11 @@ inline void check_prompt_ids(std::span<const Token> prompt, const char* who) {
 // min_match < 1 or draft_ratio < 0.
 // begin() rebuilds the automaton from the prompt. A prompt with a negative id makes it throw
 // std::invalid_argument naming the id, and leaves the running generation's automaton as it was:
-// every id is checked before the automaton is cleared.
+// every id is checked before the automaton is cleared. propose() and observe() first bring the
+// automaton up to date with `context` (sync_automaton); a negative id among the tokens that feeds
+// makes them throw std::invalid_argument naming the call, the id and its position in `context`
+// ("SuffixAutomatonDrafter::propose: token id -7 at position 8 is negative"), and leaves the
+// automaton as it was.
 class SuffixAutomatonDrafter final : public Drafter {
  public:
   explicit SuffixAutomatonDrafter(int min_match = 1, int draft_ratio = 0)
@@ -360,12 +369,12 @@ class SuffixAutomatonDrafter final : public Drafter {
            (draft_ratio_ > 0 ? ", draft_ratio=" + std::to_string(draft_ratio_) : "") + ")";
   }
   void begin(std::span<const Token> prompt) override {
-    check_prompt_ids(prompt, "SuffixAutomatonDrafter::begin");
+    check_token_ids(prompt, 0, "SuffixAutomatonDrafter::begin");
     sa_.clear();
-    sync_automaton(sa_, prompt);
+    sync_automaton(sa_, prompt, "SuffixAutomatonDrafter::begin");
   }
   std::vector<Token> propose(std::span<const Token> context, int k) override {
-    sync_automaton(sa_, context);
+    sync_automaton(sa_, context, "SuffixAutomatonDrafter::propose");
     if (draft_ratio_ > 0) {
       // In 64 bits: a long match times a large ratio must not overflow.
       const std::int64_t cap = static_cast<std::int64_t>(draft_ratio_) * sa_.longest_match().length;
@@ -374,7 +383,7 @@ class SuffixAutomatonDrafter final : public Drafter {
     return sa_.propose(k, min_match_);
   }
   void observe(std::span<const Token> context, const RoundRecord& /*round*/) override {
-    sync_automaton(sa_, context);
+    sync_automaton(sa_, context, "SuffixAutomatonDrafter::observe");
   }
   const SuffixAutomaton& automaton() const { return sa_; }
 
@@ -389,7 +398,10 @@ class SuffixAutomatonDrafter final : public Drafter {
 // begin() begins the inner drafter, then rebuilds the automaton from the prompt. A prompt with a
 // negative id makes it throw std::invalid_argument naming the id before either sees the prompt.
 // A prompt the inner drafter refuses (its exception passes through) leaves the automaton as it
-// was; the inner drafter's own state is its business.
+// was; the inner drafter's own state is its business. propose() and observe() bring the automaton
+// up to date with `context` (sync_automaton) before they ask or tell the inner drafter; a negative
+// id among the tokens that feeds makes them throw std::invalid_argument naming the call, the id
+// and its position in `context`, with the automaton as it was and the inner drafter not called.
 class SuffixEnhancerDrafter final : public Drafter {
  public:
   SuffixEnhancerDrafter(std::shared_ptr<Drafter> inner, int threshold)
@@ -401,17 +413,17 @@ class SuffixEnhancerDrafter final : public Drafter {
     return "sa(threshold=" + std::to_string(threshold_) + ")+" + inner_->name();
   }
   void begin(std::span<const Token> prompt) override {
-    check_prompt_ids(prompt, "SuffixEnhancerDrafter::begin");
+    check_token_ids(prompt, 0, "SuffixEnhancerDrafter::begin");
     inner_->begin(prompt);  // before the automaton changes: the inner drafter may refuse it
     sa_.clear();
-    sync_automaton(sa_, prompt);
+    sync_automaton(sa_, prompt, "SuffixEnhancerDrafter::begin");
   }
   std::vector<Token> propose(std::span<const Token> context, int k) override {
-    sync_automaton(sa_, context);
+    sync_automaton(sa_, context, "SuffixEnhancerDrafter::propose");
     return enhanced_propose(sa_, *inner_, context, k, threshold_);
   }
   void observe(std::span<const Token> context, const RoundRecord& round) override {
-    sync_automaton(sa_, context);
+    sync_automaton(sa_, context, "SuffixEnhancerDrafter::observe");
     inner_->observe(context, round);
   }
   const SuffixAutomaton& automaton() const { return sa_; }
