@@ -145,9 +145,10 @@ class SuffixAutomaton {
 
   // --8<-- [start:extend]
   // (lab 05) Appends `t` to the stream and updates the automaton: amortized O(1) states and
-  // transitions touched per token. Any token id >= 0 is fine. Throws std::invalid_argument on a
-  // negative id, and std::length_error (new_state throws it) when the stream already holds
-  // max_tokens() tokens; either way the automaton and tokens() are left as they were.
+  // transitions touched per token. Any token id >= 0 is fine. Throws std::invalid_argument naming
+  // a negative id ("SuffixAutomaton::extend: token id -7 is negative"), and std::length_error
+  // (new_state throws it) when the stream already holds max_tokens() tokens; either way the
+  // automaton and tokens() are left as they were.
   void extend(Token t);
   // --8<-- [end:extend]
 

@@ -10,7 +10,8 @@ namespace speclab {
 
 void SuffixAutomaton::extend(Token t) {
   if (t < 0) {
-    throw std::invalid_argument("SuffixAutomaton::extend: negative token id " + std::to_string(t));
+    throw std::invalid_argument("SuffixAutomaton::extend: token id " + std::to_string(t) +
+                                " is negative");
   }
   const auto position = static_cast<std::int64_t>(tokens_.size());
   const int cur = new_state(states_[last_].len + 1, -1, position);
