@@ -59,7 +59,8 @@ class NGramModel {
   virtual void seed(std::span<const Token> prompt) = 0;
   // Records that each of `next_tokens`, in order, was seen right after `context` (the whole text
   // so far: only its trailing tokens are used). Throws std::invalid_argument naming a negative id
-  // in next_tokens.
+  // among the tokens it reads (next_tokens and those trailing context tokens), and then records
+  // nothing.
   virtual void update(std::span<const Token> context, std::span<const Token> next_tokens) = 0;
   // The most frequent token seen after the trailing tokens of `context`, or a miss.
   virtual Prediction next_token(std::span<const Token> context) const = 0;
@@ -110,9 +111,10 @@ class OneLevelNGramStorage final : public NGramModel {
   // n-gram is recorded.
   void seed(std::span<const Token> prompt) override;
   // When context.size() >= n-1: records each of next_tokens after the last n-1 tokens of
-  // context, in order, updating best as described above. A shorter context records nothing.
-  // Throws std::invalid_argument naming a negative id in next_tokens, whatever the context's
-  // length (and then records nothing).
+  // context (the key), in order, updating best as described above. A shorter context records
+  // nothing. Throws std::invalid_argument naming a negative id, and its position, in the key (or
+  // anywhere in a shorter context) or in next_tokens, whatever their lengths, and then records
+  // nothing. The context's earlier tokens are not read, nor checked.
   void update(std::span<const Token> context, std::span<const Token> next_tokens) override;
   // {best, true, n-1} for the last n-1 tokens of context when that context was recorded;
   // otherwise (unseen, or context shorter than n-1) a miss: Prediction{}.
@@ -181,8 +183,9 @@ class NGramStorage final : public NGramModel {
   // std::invalid_argument naming a negative id anywhere in the prompt before any level changes.
   void seed(std::span<const Token> prompt) override;
   // Records each of next_tokens after context at every level whose context fits in `context`.
-  // Throws std::invalid_argument naming a negative id in next_tokens, even when no level's context
-  // fits (and then records nothing).
+  // Throws std::invalid_argument naming a negative id in the longest level's key (the last n-1
+  // tokens of context, or all of a shorter one) or in next_tokens, even when no level's context
+  // fits, before any level records.
   void update(std::span<const Token> context, std::span<const Token> next_tokens) override;
   // Asks the levels from the longest context to the shortest (min_context) and returns the first
   // hit; context_length tells which level answered. A miss only when no level knows its context.

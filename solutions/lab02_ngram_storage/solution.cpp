@@ -7,11 +7,11 @@
 namespace speclab {
 namespace {
 
-// Throws std::invalid_argument naming the first negative id in `tokens` and its position there.
-// Callers check before they record anything: a check made n-gram by n-gram would leave the
-// n-grams before the bad id recorded.
-void check_ids(std::span<const Token> tokens, const char* who) {
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
+// Throws std::invalid_argument naming the first negative id in tokens[from, end) and its position
+// in `tokens`. Callers check before they record anything: a check made n-gram by n-gram (or level
+// by level) would leave the n-grams before the bad id recorded.
+void check_ids(std::span<const Token> tokens, std::size_t from, const char* who) {
+  for (std::size_t i = from; i < tokens.size(); ++i) {
     if (tokens[i] < 0) {
       throw std::invalid_argument(std::string(who) + ": token id " + std::to_string(tokens[i]) +
                                   " at position " + std::to_string(i) + " is negative");
@@ -19,12 +19,18 @@ void check_ids(std::span<const Token> tokens, const char* who) {
   }
 }
 
+// Where update()'s key starts in `context`: its last `key_length` tokens, or all of a shorter one.
+// Those are the context ids update() reads, and checks.
+std::size_t key_start(std::span<const Token> context, std::size_t key_length) {
+  return context.size() > key_length ? context.size() - key_length : 0;
+}
+
 }  // namespace
 
 // ---- OneLevelNGramStorage ----
 
 void OneLevelNGramStorage::seed(std::span<const Token> prompt) {
-  check_ids(prompt, "OneLevelNGramStorage::seed");  // every id, before the first n-gram
+  check_ids(prompt, 0, "OneLevelNGramStorage::seed");  // every id, before the first n-gram
   for (std::size_t i = static_cast<std::size_t>(n_ - 1); i < prompt.size(); ++i) {
     update(prompt.first(i), prompt.subspan(i, 1));
   }
@@ -32,8 +38,9 @@ void OneLevelNGramStorage::seed(std::span<const Token> prompt) {
 
 void OneLevelNGramStorage::update(std::span<const Token> context,
                                   std::span<const Token> next_tokens) {
-  check_ids(next_tokens, "OneLevelNGramStorage::update");
   const auto need = static_cast<std::size_t>(n_ - 1);
+  check_ids(context, key_start(context, need), "OneLevelNGramStorage::update (context)");
+  check_ids(next_tokens, 0, "OneLevelNGramStorage::update (next_tokens)");
   if (context.size() < need || next_tokens.empty()) return;
   const auto key = context.last(need);
   Counts& c = table_[std::vector<Token>(key.begin(), key.end())];
@@ -58,12 +65,16 @@ Prediction OneLevelNGramStorage::next_token(std::span<const Token> context) cons
 // ---- NGramStorage ----
 
 void NGramStorage::seed(std::span<const Token> prompt) {
-  check_ids(prompt, "NGramStorage::seed");  // before any level changes
+  check_ids(prompt, 0, "NGramStorage::seed");  // before any level changes
   for (auto& l : levels_) l.seed(prompt);
 }
 
 void NGramStorage::update(std::span<const Token> context, std::span<const Token> next_tokens) {
-  check_ids(next_tokens, "NGramStorage::update");  // before any level changes
+  // Before any level changes: the levels run from the shortest key to the longest, so a check
+  // left to them comes after the shorter ones recorded. The longest key holds every shorter one.
+  check_ids(context, key_start(context, static_cast<std::size_t>(n_ - 1)),
+            "NGramStorage::update (context)");
+  check_ids(next_tokens, 0, "NGramStorage::update (next_tokens)");
   for (auto& l : levels_) l.update(context, next_tokens);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "mini_engine/sampling/rng.h"
@@ -191,6 +192,34 @@ TEST_SUITE("lab02 / Counting: one level") {
     CHECK(trigram.size() == 0);
     CHECK(m.size() == 0);
   }
+
+  TEST_CASE("a negative token id in the context's key is rejected and nothing is recorded") {
+    // A storage and its twin get the same updates; `s` also gets the ones that must throw.
+    OneLevelNGramStorage s(3), twin(3);
+    for (OneLevelNGramStorage* t : {&s, &twin}) {
+      see(*t, {1, 2}, 3);
+      see(*t, {2, 3}, 4);
+    }
+    const std::pair<V, V> refused[] = {
+        {{1, -7}, {5}},     // the key's last token
+        {{4, -7, 2}, {5}},  // its first token, after a token that is not in the key
+        {{-7}, {5}},        // a context shorter than n-1: nothing would be recorded
+        {{1, -7}, {}},      // no next tokens: nothing would be recorded either
+    };
+    INFO(
+        "the context's last n-1 tokens are the key: a negative id among them throws "
+        "std::invalid_argument naming it, before anything is recorded, whatever the lengths of "
+        "the context and next_tokens (the header's contract for update)");
+    for (const auto& [context, next_tokens] : refused) {
+      INFO("update(", context, ", ", next_tokens, ")");
+      CHECK_THROWS_WITH_AS(s.update(context, next_tokens), doctest::Contains("-7"),
+                           std::invalid_argument);
+      CHECK(state_text(s) == state_text(twin));
+    }
+    see(s, {1, 2}, 3);
+    see(twin, {1, 2}, 3);
+    CHECK(state_text(s) == state_text(twin));
+  }
 }
 
 TEST_SUITE("lab02 / A miss is not a guess") {
@@ -312,6 +341,34 @@ TEST_SUITE("lab02 / Backing off: many levels") {
     CHECK_THROWS_AS(NGramStorage(3, 3), std::invalid_argument);
     CHECK_THROWS_AS(s.level(3), std::out_of_range);
   }
+
+  TEST_CASE("a negative token id in a key the update reads throws before any level records") {
+    // n = 4: the levels' keys are the last 1, 2 and 3 tokens of the context. In -7 1 2 only the
+    // longest key holds the -7, and levels_ runs from the shortest level to the longest.
+    NGramStorage s(4), twin(4);
+    feed_disagreeing_levels(s);
+    feed_disagreeing_levels(twin);
+    const std::pair<V, V> refused[] = {
+        {{-7, 1, 2}, {5}},     // the longest key only: the shorter levels would record first
+        {{3, -7, 1, 2}, {5}},  // the same, after a token no key reads
+        {{1, -7}, {5}},        // the two keys that fit
+        {{-7}, {5}},           // one level fits
+        {{1, 2, -7}, {}},      // no next tokens: nothing would be recorded
+    };
+    INFO(
+        "check the ids of the longest key (the last n-1 tokens of the context, or all of a shorter "
+        "one) and of next_tokens before the first level records: a check left to each level "
+        "comes after the shorter levels have recorded");
+    for (const auto& [context, next_tokens] : refused) {
+      INFO("update(", context, ", ", next_tokens, ")");
+      CHECK_THROWS_WITH_AS(s.update(context, next_tokens), doctest::Contains("-7"),
+                           std::invalid_argument);
+      CHECK(state_text(s) == state_text(twin));
+    }
+    see(s, {1, 2, 3}, 7);
+    see(twin, {1, 2, 3}, 7);
+    CHECK(state_text(s) == state_text(twin));
+  }
 }
 
 TEST_SUITE("lab02 / Seeding from the prompt") {
@@ -361,7 +418,7 @@ TEST_SUITE("lab02 / Seeding from the prompt") {
   TEST_CASE("a prompt with a negative token id throws and seeds nothing") {
     const V good = {1, 2, 3, 1, 2, 4};
     const V refused[] = {
-        {-7, 1, 2, 3, 1},     // first: only ever a context, which update() does not check
+        {-7, 1, 2, 3, 1},     // first: only ever in a key, never a next token
         {1, 2, 3, -7, 2, 3},  // middle: the n-grams before -7 would be recorded already
         {1, 2, 3, 1, -7},     // last
         {1, -7},              // shorter than n: the one-level storage would record nothing
