@@ -244,7 +244,9 @@ struct NGramDrafterConfig {
 // propose() is draft(), and observe() records every token a round emitted -- accepted drafts and
 // the target's correction or bonus token -- after the text that preceded it.
 // A prompt the storage refuses (a negative id) makes begin() throw and leaves the running
-// generation as it was: the fresh storage replaces the old one only once it is seeded.
+// generation as it was: the fresh storage replaces the old one only once it is seeded. A round
+// with a negative id among its tokens or the key before them makes observe() throw
+// std::invalid_argument naming it and its position in `context`, before anything is recorded.
 class NGramDrafter final : public Drafter {
  public:
   explicit NGramDrafter(NGramDrafterConfig config = {})
@@ -268,6 +270,16 @@ class NGramDrafter final : public Drafter {
     const auto first = static_cast<std::size_t>(round.position);
     if (first + round.emitted.size() != context.size()) {
       throw std::logic_error("NGramDrafter::observe: context does not end with the round's tokens");
+    }
+    // All or nothing: the ids the updates below would refuse one at a time (the emitted tokens
+    // and the n-1 before the first, its key) are checked before the first is recorded.
+    const std::size_t key = static_cast<std::size_t>(config_.n - 1);
+    for (std::size_t i = first > key ? first - key : 0; i < context.size(); ++i) {
+      if (context[i] < 0) {
+        throw std::invalid_argument("NGramDrafter::observe: token id " +
+                                    std::to_string(context[i]) + " at position " +
+                                    std::to_string(i) + " is negative");
+      }
     }
     for (std::size_t i = 0; i < round.emitted.size(); ++i) {
       storage_->update(context.first(first + i), std::span<const Token>(&round.emitted[i], 1));

@@ -177,4 +177,40 @@ TEST_SUITE("lab02 / Learning from verified text") {
       CHECK(d.propose(context, 4) == twin.propose(context, 4));
     }
   }
+
+  TEST_CASE("observe refuses a round with a negative token id and records none of it") {
+    for (const NGramDrafterConfig& c :
+         {NGramDrafterConfig{.n = 3, .one_level = true}, NGramDrafterConfig{.n = 3}}) {
+      // Both drafters get the same calls; `d` also gets the ones that must throw.
+      NGramDrafter d(c), twin(c);
+      INFO(d.name());
+      d.begin(V{1, 2, 3, 1, 2});
+      twin.begin(V{1, 2, 3, 1, 2});
+      struct Refused {
+        V context;
+        int position;  // round.position: where the emitted tokens start
+        int bad;       // where the -7 is
+      };
+      const Refused refused[] = {
+          {{1, 2, 3, 1, 2, 5, -7}, 5, 6},  // the second emitted token: 5 would be recorded first
+          {{1, 2, 3, 1, -7, 5, 6}, 5, 4},  // in the first emitted token's key
+          {{1, 2, 3, 1, 2, -7}, 5, 5},     // the only emitted token
+      };
+      INFO(
+          "the drafter's observe (the header's glue) checks the round's tokens and the key before "
+          "the first, and records nothing when one is negative");
+      for (const auto& [context, position, bad] : refused) {
+        CAPTURE(context);
+        RoundRecord r;
+        r.position = position;
+        r.emitted.assign(context.begin() + position, context.end());
+        const std::string want = "NGramDrafter::observe: token id -7 at position " +
+                                 std::to_string(bad) + " is negative";
+        CHECK_THROWS_WITH_AS(d.observe(context, r), want.c_str(), std::invalid_argument);
+        CHECK(state_text(d.storage()) == state_text(twin.storage()));
+      }
+      const V good = {1, 2, 3, 1, 2, 3};
+      CHECK(d.propose(good, 4) == twin.propose(good, 4));
+    }
+  }
 }
