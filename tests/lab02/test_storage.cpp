@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -34,6 +35,17 @@ void feed_disagreeing_levels(S& s) {
   see(s, {5, 2, 3}, 8);
   see(s, {5, 2, 3}, 8);
   for (int i = 0; i < 3; ++i) see(s, {0, 0, 3}, 9);
+}
+// Sends each refused update(context, next_tokens) to `s` alone: each must throw
+// std::invalid_argument naming the -7 and leave `s` as its twin, which never got them.
+template <class S>
+void check_refused_updates(S& s, const S& twin, std::initializer_list<std::pair<V, V>> refused) {
+  for (const auto& [context, next_tokens] : refused) {
+    INFO("update(", context, ", ", next_tokens, ")");
+    CHECK_THROWS_WITH_AS(s.update(context, next_tokens), doctest::Contains("-7"),
+                         std::invalid_argument);
+    CHECK(state_text(s) == state_text(twin));
+  }
 }
 }  // namespace
 
@@ -200,22 +212,17 @@ TEST_SUITE("lab02 / Counting: one level") {
       see(*t, {1, 2}, 3);
       see(*t, {2, 3}, 4);
     }
-    const std::pair<V, V> refused[] = {
-        {{1, -7}, {5}},     // the key's last token
-        {{4, -7, 2}, {5}},  // its first token, after a token that is not in the key
-        {{-7}, {5}},        // a context shorter than n-1: nothing would be recorded
-        {{1, -7}, {}},      // no next tokens: nothing would be recorded either
-    };
     INFO(
         "the context's last n-1 tokens are the key: a negative id among them throws "
         "std::invalid_argument naming it, before anything is recorded, whatever the lengths of "
         "the context and next_tokens (the header's contract for update)");
-    for (const auto& [context, next_tokens] : refused) {
-      INFO("update(", context, ", ", next_tokens, ")");
-      CHECK_THROWS_WITH_AS(s.update(context, next_tokens), doctest::Contains("-7"),
-                           std::invalid_argument);
-      CHECK(state_text(s) == state_text(twin));
-    }
+    check_refused_updates(s, twin,
+                          {
+                              {{1, -7}, {5}},     // the key's last token
+                              {{4, -7, 2}, {5}},  // its first token, after one not in the key
+                              {{-7}, {5}},  // a context shorter than n-1: nothing would be recorded
+                              {{1, -7}, {}},  // no next tokens: nothing would be recorded either
+                          });
     see(s, {1, 2}, 3);
     see(twin, {1, 2}, 3);
     CHECK(state_text(s) == state_text(twin));
@@ -348,23 +355,18 @@ TEST_SUITE("lab02 / Backing off: many levels") {
     NGramStorage s(4), twin(4);
     feed_disagreeing_levels(s);
     feed_disagreeing_levels(twin);
-    const std::pair<V, V> refused[] = {
-        {{-7, 1, 2}, {5}},     // the longest key only: the shorter levels would record first
-        {{3, -7, 1, 2}, {5}},  // the same, after a token no key reads
-        {{1, -7}, {5}},        // the two keys that fit
-        {{-7}, {5}},           // one level fits
-        {{1, 2, -7}, {}},      // no next tokens: nothing would be recorded
-    };
     INFO(
         "check the ids of the longest key (the last n-1 tokens of the context, or all of a shorter "
         "one) and of next_tokens before the first level records: a check left to each level "
         "comes after the shorter levels have recorded");
-    for (const auto& [context, next_tokens] : refused) {
-      INFO("update(", context, ", ", next_tokens, ")");
-      CHECK_THROWS_WITH_AS(s.update(context, next_tokens), doctest::Contains("-7"),
-                           std::invalid_argument);
-      CHECK(state_text(s) == state_text(twin));
-    }
+    check_refused_updates(s, twin,
+                          {
+                              {{-7, 1, 2}, {5}},     // the longest key only: shorter levels first
+                              {{3, -7, 1, 2}, {5}},  // the same, after a token no key reads
+                              {{1, -7}, {5}},        // the two keys that fit
+                              {{-7}, {5}},           // one level fits
+                              {{1, 2, -7}, {}},      // no next tokens: nothing would be recorded
+                          });
     see(s, {1, 2, 3}, 7);
     see(twin, {1, 2, 3}, 7);
     CHECK(state_text(s) == state_text(twin));
