@@ -6,8 +6,10 @@
 // The n-gram storage comes from lab 02. This lab links lab 02's *reference* solution, so you can
 // do lab 03 before (or without) finishing lab 02 (the chapter, "Before you start").
 // Everything below the glue line is given; you do not need to change it.
+#include <cstddef>
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,7 +80,12 @@ struct NasdConfig {
 // draft(), and observe() is record_round() with the round's logits.
 // A prompt the storage refuses (a negative id: std::invalid_argument naming it) makes begin()
 // throw and leaves the running generation as it was: the fresh storage replaces the old one only
-// once it is seeded.
+// once it is seeded. A round with a negative id among its emitted tokens or the n-1 tokens before
+// the first (its key) makes observe() throw std::invalid_argument naming it and its position in
+// `context` before record_round is called, so nothing of the round is recorded. propose() only
+// reads the storage and changes nothing: a negative id in the context is not refused (no stored
+// n-gram holds one, so a key holding it matches nothing), and with padding (stop_if_unknown
+// false) it can come back as a guess.
 class NasdDrafter final : public Drafter {
  public:
   explicit NasdDrafter(NasdConfig config = {})
@@ -103,6 +110,21 @@ class NasdDrafter final : public Drafter {
     return draft(storage_, context, k, config_.stop_if_unknown);
   }
   void observe(std::span<const Token> context, const RoundRecord& round) override {
+    // All or nothing: record_round records the round token by token, and the storage refuses a
+    // negative id only when it gets there, with the tokens before it recorded. So the ids those
+    // updates read (the emitted tokens and the n-1 before the first, its key) are checked first.
+    // A round that does not fit the context is left to record_round, which refuses it whole.
+    const std::size_t first = static_cast<std::size_t>(round.position);
+    if (round.position >= 0 && first + round.emitted.size() == context.size()) {
+      const std::size_t key = static_cast<std::size_t>(config_.n - 1);
+      for (std::size_t i = first > key ? first - key : 0; i < context.size(); ++i) {
+        if (context[i] < 0) {
+          throw std::invalid_argument("NasdDrafter::observe: token id " +
+                                      std::to_string(context[i]) + " at position " +
+                                      std::to_string(i) + " is negative");
+        }
+      }
+    }
     record_round(storage_, context, round, config_.filler_top_k);
   }
   // The current generation's storage. The reference stays valid across begin(), which replaces

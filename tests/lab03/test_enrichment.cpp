@@ -10,7 +10,9 @@
 #include <set>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "mini_engine/spec/loop.h"
@@ -304,6 +306,49 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
     CHECK(state_text(d.storage()) == state_text(twin.storage()));
     CHECK(d.propose(V{2, 3, 7}, 4) == twin.propose(V{2, 3, 7}, 4));
     CHECK(d.propose(V{1, 2, 3}, 4) == twin.propose(V{1, 2, 3}, 4));
+  }
+
+  TEST_CASE("observe refuses a round with a negative token id and records none of it") {
+    for (int filler_top_k : {1, 3}) {
+      // Both drafters get the same calls; `d` also gets the ones that must throw.
+      NasdDrafter d({.n = 3, .filler_top_k = filler_top_k});
+      NasdDrafter twin({.n = 3, .filler_top_k = filler_top_k});
+      INFO(d.name());
+      d.begin(V{1, 2, 3, 1, 2});
+      twin.begin(V{1, 2, 3, 1, 2});
+      struct Refused {
+        V context;
+        int position;  // round.position: where the emitted tokens start
+        int bad;       // where the -7 is
+      };
+      const Refused refused[] = {
+          {{1, 2, 3, 1, 2, 5, -7}, 5, 6},  // the second emitted token: 5 (and row 0) come first
+          {{1, 2, 3, 1, -7, 5, 6}, 5, 4},  // in the first emitted token's key (the n-1 before it)
+          {{1, 2, 3, 1, 2, -7}, 5, 5},     // the only emitted token
+      };
+      INFO(
+          "NasdDrafter::observe (nasd.h's glue) checks the round's tokens and the key before the "
+          "first before it calls record_round, and records nothing when one is negative: lab 02's "
+          "storage refuses a negative id only when record_round gets to it");
+      for (const auto& [context, position, bad] : refused) {
+        CAPTURE(context);
+        RoundRecord r;
+        r.position = position;
+        r.emitted.assign(context.begin() + position, context.end());
+        const Logits rows = scored_rows(std::vector<std::vector<std::pair<Token, float>>>(
+            r.emitted.size(), {{5, 4.0f}, {6, 3.0f}, {8, 2.0f}}));
+        r.logits = &rows;
+        const std::string want =
+            "NasdDrafter::observe: token id -7 at position " + std::to_string(bad) + " is negative";
+        CHECK_THROWS_WITH_AS(d.observe(context, r), want.c_str(), std::invalid_argument);
+        CHECK(state_text(d.storage()) == state_text(twin.storage()));
+      }
+      HandRound h;  // a good round afterwards: both drafters learn it alike
+      d.observe(h.context, h.round);
+      twin.observe(h.context, h.round);
+      CHECK(state_text(d.storage()) == state_text(twin.storage()));
+      CHECK(d.propose(V{2, 3, 7}, 4) == twin.propose(V{2, 3, 7}, 4));
+    }
   }
 
   TEST_CASE("memory grows with filler_top_k exactly as the target's top-k predicts") {
