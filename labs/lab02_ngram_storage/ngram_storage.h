@@ -247,6 +247,9 @@ struct NGramDrafterConfig {
 // generation as it was: the fresh storage replaces the old one only once it is seeded. A round
 // with a negative id among its tokens or the key before them makes observe() throw
 // std::invalid_argument naming it and its position in `context`, before anything is recorded.
+// propose() only reads the storage and changes nothing: a negative id in the context is not
+// refused (no stored n-gram holds one, so a key holding it matches nothing), and with padding
+// (stop_if_unknown false) it can come back as a guess.
 class NGramDrafter final : public Drafter {
  public:
   explicit NGramDrafter(NGramDrafterConfig config = {})

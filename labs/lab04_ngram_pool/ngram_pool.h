@@ -237,6 +237,9 @@ class NGramPoolManager {
 
 // Each generation (begin() .. the next begin()) is one request of `manager`. Drafters, or
 // successive turns of one drafter, that share a manager share its public pool.
+// propose() and observe() feed the request the context's tokens it has not seen yet
+// (NGramPoolManager::update); a negative id among them throws std::invalid_argument naming it
+// before any is fed, and the pool and the request are then as they were.
 class NGramPoolDrafter final : public Drafter {
  public:
   explicit NGramPoolDrafter(std::shared_ptr<NGramPoolManager> manager)
