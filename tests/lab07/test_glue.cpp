@@ -254,8 +254,8 @@ TEST_SUITE("lab07 / Index the whole prompt") {
     const Tokens prompt = {1, 9, 20, 21, 22, 2, 1, 30, 31};  // template ids included
     d.begin(prompt);
     INFO(
-        "begin(prompt) calls the inner drafter's begin with the same, whole prompt: that is "
-        "where a reply copies from");
+        "begin(prompt) calls the inner drafter's begin with the same, whole prompt, the "
+        "template's control tokens included: that is where a reply copies from");
     CHECK(calls->begun == prompt);
   }
   TEST_CASE("propose asks the inner drafter about the whole context") {
