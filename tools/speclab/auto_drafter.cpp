@@ -48,12 +48,14 @@ double AutoDrafter::now() const {
 std::string AutoDrafter::name() const { return "auto(" + inner_->name() + ")"; }
 
 void AutoDrafter::begin(std::span<const Token> prompt) {
+  // The inner drafter first: when it refuses the prompt, the generation running goes on with
+  // the policy as it was.
+  inner_->begin(prompt);
   reached_.clear();
   kept_.clear();
   pending_.clear();
   speculated_ = 0;
   plain_ = 0;
-  inner_->begin(prompt);
   round_start_ = now();
   timing_ = true;
 }
@@ -94,11 +96,12 @@ int AutoDrafter::choose_k(int limit) const {
 }
 
 std::vector<Token> AutoDrafter::propose(std::span<const Token> context, int k) {
+  // Nothing of the policy changes before the inner drafter has answered (it may refuse).
+  std::vector<Token> drafts = inner_->propose(context, k);
+  if (drafts.empty()) return drafts;
   // Re-time t(1) now and then; early on, when it was never timed, after a few rounds.
   const long refresh_after = t1_ > 0.0 ? config_.refresh_rounds : kFirstPlainRound;
   const bool refresh = rounds_since_plain_ >= refresh_after;
-  std::vector<Token> drafts = inner_->propose(context, k);
-  if (drafts.empty()) return drafts;
   if (pending_.size() == kMaxPending) pending_.erase(pending_.begin());
   pending_.push_back({drafts, context.size()});
   const int chosen = refresh ? 0 : choose_k(std::min(k, static_cast<int>(drafts.size())));
@@ -134,13 +137,15 @@ void AutoDrafter::learn_cost(int width, double seconds) {
 
 void AutoDrafter::observe(std::span<const Token> context, const RoundRecord& round) {
   // The round's cost: everything since the previous round ended (propose, the verify pass, the
-  // loop's bookkeeping and the previous observe), not the verify pass alone.
+  // loop's bookkeeping and the previous observe), not the verify pass alone. The round ends
+  // here, so the inner drafter's observe counts in the next one; but it runs before the policy
+  // learns anything: when it refuses, the round stays open, its cost not yet counted.
   const double t = now();
+  inner_->observe(context, round);
   const int drafted = static_cast<int>(round.drafts.size());
   if (timing_) learn_cost(drafted + 1, t - round_start_);
   round_start_ = t;
   timing_ = true;
-  inner_->observe(context, round);
   if (drafted > 0) {
     ++speculated_;
     ++rounds_since_plain_;

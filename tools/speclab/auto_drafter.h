@@ -46,6 +46,11 @@ struct AutoPolicyConfig {
 
 // Wraps `inner` (any drafter) with the policy. The inner drafter sees every begin() and
 // observe(), so its own state stays complete whether or not its drafts are used.
+// AutoDrafter checks no token ids itself. begin(), propose() and observe() call the inner drafter
+// before they change anything of the policy, so a call the inner drafter refuses (a negative id:
+// std::invalid_argument, see Drafter) passes the refusal on and leaves the policy as it was: its
+// evidence, its cost model, its round counts and the open round, whose cost is counted when an
+// accepted observe() closes it.
 class AutoDrafter final : public Drafter {
  public:
   // Throws std::invalid_argument when inner is null or a config field is out of range.
