@@ -40,8 +40,9 @@ class Drafter {
   //    context does not extend what it saw). Lab 05's SuffixEnhancerDrafter checks them before
   //    its inner drafter is called.
   //  - wrappers that check nothing themselves (lab 07's ChatDrafter, the CLI's AutoDrafter) pass
-  //    the inner drafter's refusal on, with the inner drafter as it was; their own bookkeeping may
-  //    have moved by then (lab 07's reference begin() resets the draft length to k_max first).
+  //    the inner drafter's refusal on, with the inner drafter as it was. The CLI's AutoDrafter
+  //    calls its inner drafter first, so it is then wholly as it was; lab 07's own bookkeeping
+  //    may have moved by then (its reference begin() resets the draft length to k_max first).
 
   // Called once per generation, before any propose(), with the full prompt.
   // The spans passed to these three are valid only during the call: copy what you keep.
