@@ -761,6 +761,19 @@ constexpr int kPrefetchBytes = SPECLAB_PACKED_PREFETCH;
 #endif
 constexpr int kPrefetchL2Bytes = SPECLAB_PACKED_PREFETCH_L2;
 
+// Each byte's high nibble, v >> 4 per byte. With GFNI one affine transform over GF(2) does it
+// (the matrix moves bits 4..7 to 0..3): one instruction instead of a shift and a mask, where the
+// unpacking shares the vector ports with the dot products (a 6-token tile 5% faster on a Xeon,
+// Emerald Rapids, 2026-11-28).
+inline __m512i high_nibbles(__m512i v, __m512i nib) {
+#if defined(__GFNI__)
+  (void)nib;
+  return _mm512_gf2p8affine_epi64_epi8(v, _mm512_set1_epi64(0x1020408000000000LL), 0);
+#else
+  return _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+#endif
+}
+
 // Row group g x activation rows [t0, t0 + NT): 16 rows' sums per lane, written for the rows of
 // the group inside [r0, r1). `prefetch`: issue prefetches for the weight stream (the first tile
 // over a group; later tiles find the group in L1).
@@ -772,9 +785,10 @@ void packed_tile(const PackedMatrix& w, const ActTile& xt, int t0, float* y, int
   const int nb = w.blocks();
   const int gbb = static_cast<int>(w.group_block_bytes());
   // Per block: acc += float(isum) * (dw * dx), then acc += mw * s. One accumulator per
-  // activation row (not a second one for the offset terms) keeps 8 rows' tiles inside the 32
-  // vector registers. Each row's sum is formed in the same order whatever NT is, so a prefill
-  // and the same tokens one at a time give bit-identical products.
+  // activation row (not a second one for the offset terms) saves vector registers: a tile of 6
+  // rows fits in the 32 with its integer chains, one of 8 spills a few. Each row's sum is formed
+  // in the same order whatever NT is, so a prefill and the same tokens one at a time give
+  // bit-identical products.
   __m512 acc[NT];
 #pragma GCC unroll 8
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
@@ -796,7 +810,7 @@ void packed_tile(const PackedMatrix& w, const ActTile& xt, int t0, float* y, int
       for (int k = 0; k < 4; ++k) {
         const __m512i v = _mm512_load_si512(p + 64 * k);
         c[k] = _mm512_and_si512(v, nib);
-        c[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
+        c[k + 4] = high_nibbles(v, nib);
       }
     }
     const __m512 dw =
@@ -813,19 +827,28 @@ void packed_tile(const PackedMatrix& w, const ActTile& xt, int t0, float* y, int
     const std::int8_t* qb = xt.q + static_cast<size_t>(b) * NT * 32;
     const float* db = xt.d + static_cast<size_t>(b) * NT;
     const float* sb = xt.s + static_cast<size_t>(b) * NT;
+    // Two chains of 4 vpdpbusd per token (8 of 16 rows x 4 columns), then one add. The loop
+    // over the tokens is the inner one: each code vector then feeds NT independent chains in a
+    // row, so the scheduler always has ready dot products (token by token, a 6-token tile ran 5%
+    // slower on the Xeon above). Integer sums are exact in any order: the results do not change.
+    __m512i s0[NT], s1[NT];
 #pragma GCC unroll 8
-    for (int t = 0; t < NT; ++t) {
-      const std::int8_t* q = qb + t * 32;
-      // Two independent chains of 4 vpdpbusd each (8 of 16 rows x 4 columns), then one add.
-      __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
-      for (int k = 0; k < 8; k += 2) {
+    for (int t = 0; t < NT; ++t) s0[t] = s1[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int k = 0; k < 8; k += 2) {
+#pragma GCC unroll 8
+      for (int t = 0; t < NT; ++t) {
+        const std::int8_t* q = qb + t * 32;
         std::int32_t a0, a1;
         std::memcpy(&a0, q + 4 * k, 4);
         std::memcpy(&a1, q + 4 * k + 4, 4);
-        s0 = _mm512_dpbusd_epi32(s0, c[k], _mm512_set1_epi32(a0));
-        s1 = _mm512_dpbusd_epi32(s1, c[k + 1], _mm512_set1_epi32(a1));
+        s0[t] = _mm512_dpbusd_epi32(s0[t], c[k], _mm512_set1_epi32(a0));
+        s1[t] = _mm512_dpbusd_epi32(s1[t], c[k + 1], _mm512_set1_epi32(a1));
       }
-      const __m512 p32 = _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1));
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; ++t) {
+      const __m512 p32 = _mm512_cvtepi32_ps(_mm512_add_epi32(s0[t], s1[t]));
       acc[t] = _mm512_fmadd_ps(p32, _mm512_mul_ps(dw, _mm512_set1_ps(db[t])), acc[t]);
       acc[t] = _mm512_fmadd_ps(mw, _mm512_set1_ps(sb[t]), acc[t]);
     }
@@ -1182,7 +1205,9 @@ void matmul_packed_unchecked(const PackedMatrix& w, const QuantizedActs& x, floa
 }  // namespace
 
 const char* packed_kernel_name() {
-#if defined(SPECLAB_SIMD_AVX512)
+#if defined(SPECLAB_SIMD_AVX512) && defined(__GFNI__)
+  return "avx512+vnni+gfni (16 rows per instruction)";
+#elif defined(SPECLAB_SIMD_AVX512)
   return "avx512+vnni (16 rows per instruction)";
 #elif defined(SPECLAB_SIMD_AVX2)
   return "avx2 (8 rows per instruction)";

@@ -171,7 +171,7 @@ void matmul(const PackedMatrix& w, const QuantizedActs& x, float* y, int ldy, in
 // The SIMD instruction set the simd kernel was compiled for, e.g. "avx2+avx512vnni" or
 // "none (scalar fallback)".
 const char* simd_kernel_name();
-// The same for the packed kernel, e.g. "avx512+vnni (16 rows per instruction)" or
+// The same for the packed kernel, e.g. "avx512+vnni+gfni (16 rows per instruction)" or
 // "neon+dotprod (4 rows per instruction)".
 const char* packed_kernel_name();
 

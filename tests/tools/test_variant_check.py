@@ -181,7 +181,8 @@ class X86CheckTest(unittest.TestCase):
         self.assertEqual(seen["avx2"], "")
         self.assertEqual(seen["scalar"], "")
         self.assertEqual(seen["avxvnni"], "this CPU lacks avx_vnni")
-        self.assertEqual(seen["model"], {"avx2", "avxvnni"})  # not the scalar build's
+        self.assertEqual(seen["avx512"], "this CPU lacks avx512f, avx512bw, avx512vl, avx512_vnni")
+        self.assertEqual(seen["model"], {"avx2", "avxvnni", "avx512"})  # not the scalar build's
 
 
 if __name__ == "__main__":
