@@ -72,7 +72,9 @@ struct ChatDrafterConfig {
   int k_max = 8;
 };
 
-// Wraps an inner drafter (yours, from labs 01-05) with what a chat model needs.
+// Wraps an inner drafter (yours, from labs 01-05) with what a chat model needs. It checks no
+// token ids itself; a call the inner drafter refuses (a negative id: std::invalid_argument, see
+// Drafter) passes the refusal on and leaves the ChatDrafter as it was, the controller included.
 class ChatDrafter final : public Drafter {
  public:
   // Throws std::invalid_argument for a null inner drafter or bad k bounds.
@@ -87,14 +89,16 @@ class ChatDrafter final : public Drafter {
   }
   // (lab 07) Starts a reply. `prompt` is the WHOLE conversation so far -- system prompt, earlier
   // turns, the chat template's control tokens and the "assistant\n" cue -- and the inner drafter
-  // must index all of it: that is where a chat reply copies from. Resets the controller to k_max.
+  // must index all of it: that is where a chat reply copies from. Then, once the inner drafter
+  // has accepted the prompt, resets the controller to k_max.
   void begin(std::span<const Token> prompt) override;
   // (lab 07) Asks the inner drafter for min(k, controller's next_k()) tokens when adaptive_k
   // (else for k) on the whole `context`, and returns its proposal cut by stop_at_end_of_turn at
   // config().stop_tokens. The tests check the k the inner drafter is given: asking it for k
   // and cutting afterwards spends drafting time on tokens that are thrown away.
   std::vector<Token> propose(std::span<const Token> context, int k) override;
-  // (lab 07) Passes the round on to the inner drafter, and to the controller when adaptive_k.
+  // (lab 07) Passes the round on to the inner drafter, and then, once it has accepted the round,
+  // to the controller when adaptive_k.
   void observe(std::span<const Token> context, const RoundRecord& round) override;
 
   const DraftLengthController& controller() const { return controller_; }

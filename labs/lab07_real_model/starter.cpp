@@ -31,7 +31,8 @@ void DraftLengthController::observe(int drafted, int accepted) {
 
 // --8<-- [start:ChatDrafter]
 void ChatDrafter::begin(std::span<const Token> prompt) {
-  // TODO(lab07): reset the controller and let the inner drafter index the WHOLE prompt.
+  // TODO(lab07): let the inner drafter index the WHOLE prompt; then reset the controller (not
+  // before: a prompt the inner drafter refuses must leave the controller as it was).
   (void)prompt;
   todo("lab07", "ChatDrafter::begin", "book/lab07_real_model.md, section 'Index the whole prompt'");
 }
@@ -45,8 +46,8 @@ std::vector<Token> ChatDrafter::propose(std::span<const Token> context, int k) {
 }
 
 void ChatDrafter::observe(std::span<const Token> context, const RoundRecord& round) {
-  // TODO(lab07): pass every round to the inner drafter, and, when adaptive_k, its counts to the
-  // controller.
+  // TODO(lab07): pass every round to the inner drafter, and then, when adaptive_k, its counts to
+  // the controller (after the inner drafter, so a round it refuses is not counted).
   (void)context, (void)round;
   todo("lab07", "ChatDrafter::observe", "book/lab07_real_model.md, section 'How far to draft'");
 }

@@ -39,10 +39,9 @@ class Drafter {
   //    observe(), the context's tokens they have not seen yet (lab 05: all of them when the
   //    context does not extend what it saw). Lab 05's SuffixEnhancerDrafter checks them before
   //    its inner drafter is called.
-  //  - wrappers that check nothing themselves (lab 07's ChatDrafter, the CLI's AutoDrafter) pass
-  //    the inner drafter's refusal on, with the inner drafter as it was. The CLI's AutoDrafter
-  //    calls its inner drafter first, so it is then wholly as it was; lab 07's own bookkeeping
-  //    may have moved by then (its reference begin() resets the draft length to k_max first).
+  //  - wrappers that check nothing themselves (lab 07's ChatDrafter, the CLI's AutoDrafter) call
+  //    the inner drafter before they change their own state, and pass its refusal on: they are
+  //    then wholly as they were.
 
   // Called once per generation, before any propose(), with the full prompt.
   // The spans passed to these three are valid only during the call: copy what you keep.

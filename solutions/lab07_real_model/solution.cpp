@@ -39,8 +39,8 @@ void DraftLengthController::observe(int drafted, int accepted) {
 
 // --8<-- [start:ChatDrafter]
 void ChatDrafter::begin(std::span<const Token> prompt) {
+  inner_->begin(prompt);  // first: a prompt it refuses must leave the controller as it was
   controller_ = DraftLengthController(config_.k_min, config_.k_max);
-  inner_->begin(prompt);
 }
 
 std::vector<Token> ChatDrafter::propose(std::span<const Token> context, int k) {

@@ -16,7 +16,9 @@ namespace {
 
 using Tokens = std::vector<Token>;
 
-// An inner drafter that records what it was given and proposes `script` (at most k of it).
+// An inner drafter that records what it was given and proposes `script` (at most k of it). Like
+// every lab's drafter (Drafter's contract), its begin() and observe() refuse a negative id in what
+// they take in with std::invalid_argument, before they record anything.
 struct Calls {
   Tokens begun;                      // the prompt begin() received
   std::vector<Tokens> proposed_for;  // the context of each propose()
@@ -30,6 +32,7 @@ class ScriptedDrafter final : public Drafter {
       : calls_(std::move(calls)), script_(std::move(script)) {}
   std::string name() const override { return "scripted"; }
   void begin(std::span<const Token> prompt) override {
+    refuse_negative(prompt, "begin");
     calls_->begun.assign(prompt.begin(), prompt.end());
   }
   std::vector<Token> propose(std::span<const Token> context, int k) override {
@@ -39,11 +42,21 @@ class ScriptedDrafter final : public Drafter {
     return {script_.begin(), script_.begin() + static_cast<std::ptrdiff_t>(n)};
   }
   void observe(std::span<const Token> context, const RoundRecord& round) override {
+    refuse_negative(round.emitted, "observe");
     calls_->observed.emplace_back(context.begin(), context.end());
     calls_->rounds.push_back(round);
   }
 
  private:
+  static void refuse_negative(std::span<const Token> tokens, const std::string& call) {
+    for (Token t : tokens) {
+      if (t < 0) {
+        throw std::invalid_argument("scripted " + call + ": token id " + std::to_string(t) +
+                                    " is negative");
+      }
+    }
+  }
+
   std::shared_ptr<Calls> calls_;
   Tokens script_;
 };
@@ -404,6 +417,36 @@ TEST_SUITE("lab07 / How far to draft") {
     INFO("begin() starts a new reply: it resets the controller to k_max = 5");
     CHECK(d.controller().next_k() == 5);
     CHECK(d.propose(context, 5).size() == 5u);
+  }
+  TEST_CASE("a begin or observe the inner drafter refuses leaves the controller as it was") {
+    auto calls = std::make_shared<Calls>();
+    ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)),
+                  config(true, 1, 5));
+    Tokens context = {1, 9};
+    d.begin(context);
+    const Tokens first = d.propose(context, 5);
+    context.insert(context.end(), {99});
+    d.observe(context, round_with(first, 0));
+    REQUIRE(d.controller().next_k() == 1);
+    INFO(
+        "the Drafter contract: a call the inner drafter refuses (a negative id: "
+        "std::invalid_argument) leaves the ChatDrafter as it was, and the reply it was running "
+        "goes on. Call the inner drafter first, and move the controller only once it accepted");
+    Tokens refused_prompt = context;
+    refused_prompt.insert(refused_prompt.end(), {2, 1, -1});
+    CHECK_THROWS_AS(d.begin(refused_prompt), std::invalid_argument);
+    CHECK_MESSAGE(d.controller().next_k() == 1,
+                  "a refused begin() must not reset the controller to k_max = 5");
+    const Tokens second = d.propose(context, 5);
+    REQUIRE(second.size() == 1u);
+    RoundRecord refused_round = round_with(second, 1);  // a full round: k would grow to 2
+    refused_round.emitted.back() = -1;
+    Tokens refused_context = context;
+    refused_context.insert(refused_context.end(), refused_round.emitted.begin(),
+                           refused_round.emitted.end());
+    CHECK_THROWS_AS(d.observe(refused_context, refused_round), std::invalid_argument);
+    CHECK_MESSAGE(d.controller().next_k() == 1,
+                  "a refused observe() must not count its round in the controller");
   }
 }
 
