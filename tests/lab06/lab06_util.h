@@ -135,12 +135,14 @@ inline double ref_plan_speedup(const CostCurve& c, int b, const std::vector<Draf
 }
 
 // The measured CpuLlama cost curve (data/cost_curves/README.md), or a SKIP saying why it is
-// missing. $SPECLAB_COST_CURVE overrides the path (to try a curve measured on your machine);
-// otherwise a 2-thread wall-clock curve is preferred when one has been committed, and the
-// 1-thread CPU-time curve is used.
+// missing, naming every path it looked for. $SPECLAB_COST_CURVE overrides the path (to try a
+// curve measured on your machine); otherwise the 2-thread wall-clock curve is preferred when one
+// has been committed, else the 1-thread CPU-time curve is used.
 inline CostCurve measured_curve_or_skip() {
   std::vector<std::string> candidates;
-  if (const char* env = std::getenv("SPECLAB_COST_CURVE"); env && *env) {
+  const char* env = std::getenv("SPECLAB_COST_CURVE");
+  const bool from_env = env && *env;
+  if (from_env) {
     candidates = {env};
   } else {
     const std::string dir = std::string(SPECLAB_DATA_DIR) + "/cost_curves/";
@@ -152,8 +154,13 @@ inline CostCurve measured_curve_or_skip() {
       return CostCurve::load_csv(path);  // a malformed file fails the test, it does not skip
     }
   }
-  speclab::testing::skip("no measured CpuLlama cost curve at " + candidates.back() +
-                         ": measure one with build/bin/speclab_bench_cost_curve --target "
+  std::string looked_for;
+  for (const std::string& path : candidates) {
+    looked_for += (looked_for.empty() ? "" : ", then ") + path;
+  }
+  if (from_env) looked_for += " ($SPECLAB_COST_CURVE)";
+  speclab::testing::skip("no measured CpuLlama cost curve: looked for " + looked_for +
+                         "; measure one with build/bin/speclab_bench_cost_curve --target "
                          "cpullama (see data/cost_curves/README.md)");
 }
 
