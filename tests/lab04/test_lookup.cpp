@@ -81,6 +81,18 @@ TEST_SUITE("lab04 / Lookup") {
     CHECK(pool.keys_by_recency() == Values{{3}, {1}});
   }
 
+  TEST_CASE(
+      "a negative id in the context is no error: keys that hold it miss, shorter ones match") {
+    NGramPool pool(config(3, 4));
+    pool.scan(V{5, 6, 1, 2, 6, 3, 4});  // '6' is followed by 1 2 6 3, then by 3 4
+    INFO("lookup only reads: a negative id is in no stored key, so the keys that hold it miss");
+    V got;
+    CHECK_NOTHROW(got = pool.lookup(V{-7, 6}, 4));
+    CHECK(got == V{1, 2, 6, 3});
+    CHECK_NOTHROW(got = pool.lookup(V{5, 6, -7}, 4));
+    CHECK(got == V{});
+  }
+
   TEST_CASE("no matching key proposes nothing") {
     NGramPool pool(config(3, 5));
     pool.scan(V{1, 2, 3, 4});
