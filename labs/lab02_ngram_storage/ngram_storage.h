@@ -225,7 +225,8 @@ class NGramStorage final : public NGramModel {
 // is padded with the token before it (the last token of context + draft so far) and chaining
 // goes on, so the draft has gamma tokens. A pad is a placeholder, never a random token; with an
 // empty context there is nothing to pad with, and the draft ends as with stop_if_unknown.
-// Returns {} when gamma == 0.
+// Returns {} when gamma == 0. Any gamma >= 0 is allowed: it is a limit, not a length, so
+// gamma = INT_MAX with stop_if_unknown ends at the first miss like any other.
 // Throws std::invalid_argument when gamma < 0.
 std::vector<Token> draft(const NGramModel& storage, std::span<const Token> context, int gamma,
                          bool stop_if_unknown);

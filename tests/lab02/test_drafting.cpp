@@ -2,6 +2,7 @@
 // Chapter: book/lab02_ngram_storage.md
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -64,6 +65,10 @@ TEST_SUITE("lab02 / Drafting: chaining predictions") {
         "so far: (1) -> 2, then (2) -> 3; a draft that repeats 2 2 ... is still reading (1))");
     CHECK(draft(s, V{1}, 5, true) == V{2, 3});
     CHECK(draft(s, V{3}, 5, true) == V{});
+    INFO(
+        "any gamma >= 0 is allowed, and it is a limit, not a length: gamma = INT_MAX still stops "
+        "at the first miss (room reserved for gamma tokens is 8 GB)");
+    CHECK(draft(s, V{1}, std::numeric_limits<int>::max(), true) == V{2, 3});
   }
 
   TEST_CASE(
