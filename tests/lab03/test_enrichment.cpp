@@ -343,6 +343,22 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
         CHECK_THROWS_WITH_AS(d.observe(context, r), want.c_str(), std::invalid_argument);
         CHECK(state_text(d.storage()) == state_text(twin.storage()));
       }
+      {
+        // The glue checks the ids only of a round that fits its context; the checks above hold
+        // whatever record_round does. This one is left to record_round.
+        INFO(
+            "a round that does not fit its context (position 4, two emitted tokens 5 -7, a "
+            "context of 7) is left to your record_round, which must refuse it whole, before it "
+            "records the 5: nasd.h's 'Requires', checked first");
+        const V context = {1, 2, 3, 1, 2, 5, -7};
+        RoundRecord r;
+        r.position = 4;
+        r.emitted = {5, -7};
+        const Logits rows = scored_rows({{{5, 4.0f}, {6, 3.0f}}, {{8, 4.0f}, {6, 3.0f}}});
+        r.logits = &rows;
+        CHECK_THROWS_AS(d.observe(context, r), std::invalid_argument);
+        CHECK(state_text(d.storage()) == state_text(twin.storage()));
+      }
       HandRound h;  // a good round afterwards: both drafters learn it alike
       d.observe(h.context, h.round);
       twin.observe(h.context, h.round);
