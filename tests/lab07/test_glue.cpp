@@ -85,6 +85,16 @@ Tokens iota_tokens(int from, int count) {
   return t;
 }
 
+// begin(context), then a round that keeps none of the k_max = 5 drafts: an adaptive controller
+// (config(true, 1, 5)) shrinks to k = 1. The round's 99 is appended to `context`.
+void begin_and_reject_a_round(ChatDrafter& d, Tokens& context) {
+  d.begin(context);
+  const Tokens first = d.propose(context, 5);
+  context.insert(context.end(), {99});
+  d.observe(context, round_with(first, 0));
+  REQUIRE(d.controller().next_k() == 1);
+}
+
 // A two-turn ChatML stream in SmolLM2's ids (1 <|im_start|>, 198 newline, 9 a role name), whose
 // turns end with `eot`: the second reply is copying the first answer, 100..120, and has reached
 // 114. Copying on would run through `eot` into the next "<|im_start|>user" block. Checks that
@@ -407,11 +417,7 @@ TEST_SUITE("lab07 / How far to draft") {
     ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)),
                   config(true, 1, 5));
     Tokens context = {1, 9};
-    d.begin(context);
-    const Tokens first = d.propose(context, 5);
-    context.insert(context.end(), {99});
-    d.observe(context, round_with(first, 0));
-    REQUIRE(d.controller().next_k() == 1);
+    begin_and_reject_a_round(d, context);
     context.insert(context.end(), {2, 1, 9});  // the next turn
     d.begin(context);
     INFO("begin() starts a new reply: it resets the controller to k_max = 5");
@@ -423,11 +429,7 @@ TEST_SUITE("lab07 / How far to draft") {
     ChatDrafter d(std::make_unique<ScriptedDrafter>(calls, iota_tokens(40, 10)),
                   config(true, 1, 5));
     Tokens context = {1, 9};
-    d.begin(context);
-    const Tokens first = d.propose(context, 5);
-    context.insert(context.end(), {99});
-    d.observe(context, round_with(first, 0));
-    REQUIRE(d.controller().next_k() == 1);
+    begin_and_reject_a_round(d, context);
     INFO(
         "the Drafter contract: a call the inner drafter refuses (a negative id: "
         "std::invalid_argument) leaves the ChatDrafter as it was, and the reply it was running "
