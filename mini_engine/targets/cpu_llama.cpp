@@ -32,29 +32,18 @@ constexpr int kMaxChunk = 512;
 // The most queries per attention work item: cpu::attend_fp16's tile (it widens each K and V
 // vector once for them).
 constexpr int kQueriesPerItem = 6;
+// Passes of at most this many tokens quantize their activations redundantly: every thread
+// normalizes and quantizes all the rows, into buffers of its own, instead of its share of the rows
+// into shared buffers followed by a barrier. That saves four barriers per layer, and in a decode
+// step (one row) the waits of the phases only one thread had work in. A 6-token verify pass was
+// about 2% slower that way (each thread quantizes 6 rows instead of 3), so only decode steps do
+// it (Xeon, 2 threads, 2026-11-28; book/engine_forward.md has the figures).
+constexpr int kPrivateActRows = 1;
 
-// How many queries go in one attention work item, given the number of queries of each (run of
-// one sequence's rows, KV head) and the thread count. Bigger items widen each K and V vector for
-// more queries; smaller ones split a short pass more evenly between the threads (a verify pass
-// of 6 tokens has 18 queries per KV head of SmolLM2: 9 items of 6 leave one thread 5 and the
-// other 4, 18 items of 3 split 9 and 9). The choice minimizes the busiest thread's estimated
-// time, ceil(items / threads) * (s + 0.5) in units of one query's work, where the 0.5 is the
-// widening an item shares (measured on Zen 5: 6 per item won for a 160-token prefill, 3 for a
-// 6-token verify pass and a decode step). Ties go to the bigger item.
-int attention_item_size(const std::vector<int>& queries_per_head, int threads) {
-  int best = kQueriesPerItem;
-  double best_time = 0.0;
-  for (int s = kQueriesPerItem; s >= 1; --s) {
-    long long items = 0;
-    for (int q : queries_per_head) items += (q + s - 1) / s;
-    const double time = static_cast<double>((items + threads - 1) / threads) * (s + 0.5);
-    if (s == kQueriesPerItem || time < best_time) {
-      best = s;
-      best_time = time;
-    }
-  }
-  return best;
-}
+// An attention work item's cost, in units of one query's work at one position: each query reads
+// its len positions, and the item widens each K and V vector it reads once for all its queries,
+// which costs about half a query's work (measured on Zen 5).
+constexpr double kWideningCost = 0.5;
 
 // [begin, end) of n items for this thread, in contiguous slices rounded to `grain`.
 struct Range {
@@ -71,13 +60,15 @@ Range my_slice(int n, int grain = 1) {
 // This thread's share of n items whose costs are not alike: item i goes to the thread whose
 // slice of the total cost holds the item's midpoint, mid[i] = (cost of items before i) +
 // cost_i / 2 (increasing in i). Contiguous, and together the threads cover every item once.
+// Thread k of `threads` starts at item weighted_boundary(mid, total, k, threads).
+int weighted_boundary(const std::vector<double>& mid, double total, int k, int threads) {
+  if (k >= threads) return static_cast<int>(mid.size());
+  return static_cast<int>(std::lower_bound(mid.begin(), mid.end(), total * k / threads) -
+                          mid.begin());
+}
 Range my_weighted_slice(const std::vector<double>& mid, double total) {
   const int nt = omp_get_num_threads(), id = omp_get_thread_num();
-  const auto boundary = [&](int k) {
-    if (k >= nt) return static_cast<int>(mid.size());
-    return static_cast<int>(std::lower_bound(mid.begin(), mid.end(), total * k / nt) - mid.begin());
-  };
-  return {boundary(id), boundary(id + 1)};
+  return {weighted_boundary(mid, total, id, nt), weighted_boundary(mid, total, id + 1, nt)};
 }
 
 // x * w / sqrt(mean(x^2) + eps), one row. As ggml: the squares (float) summed in double, the
@@ -122,17 +113,24 @@ struct CpuLlama::Scratch {
   int rows = 0;
   using Buf = cpu::AlignedVector<float>;
   Buf x;     // (n, n_embd) the residual stream
-  Buf xn;    // (n, n_embd) normalized input of a sublayer; later the Wo / Wdown output
+  Buf out;   // (n, n_embd) the Wo / Wdown output, before it is added to x
   Buf qkv;   // (n, q_dim + 2 * kv_dim): q | k | v of each token
   Buf att;   // (n, q_dim) attention output, heads side by side
   Buf gate;  // (n, n_ff) gate, then silu(gate) * up
   Buf up;    // (n, n_ff)
   Buf rope;  // (n, head_dim): each token's RoPE angles (cpu::rope_angles), shared by every layer
-  cpu::QuantizedActs qa_embd;  // (n, n_embd) quantized normalized input of Wq/Wk/Wv/Wgate/Wup/Wout
-  cpu::QuantizedActs qa_att;   // (n, q_dim) quantized attention output, the input of Wo
-  cpu::QuantizedActs qa_ff;    // (n, n_ff) quantized silu(gate) * up, the input of Wdown
+  // The matmuls' quantized inputs. acts[0] is shared by the threads, each quantizing its share
+  // of the rows, or (passes of at most kPrivateActRows rows) acts[i] is thread i's own, with
+  // every row.
+  struct Acts {
+    Buf xn;                   // (n, n_embd) normalized input of a sublayer
+    cpu::QuantizedActs embd;  // (n, n_embd) xn quantized: the input of Wq/Wk/Wv/Wgate/Wup/Wout
+    cpu::QuantizedActs att;   // (n, q_dim) the attention output quantized, the input of Wo
+    cpu::QuantizedActs ff;    // (n, n_ff) silu(gate) * up quantized, the input of Wdown
+  };
+  std::vector<Acts> acts;
   // The attention's work items: the queries (token t, head h) of one sequence's rows that read
-  // the same KV head, up to kQueriesPerItem of them (attention_item_size() says how many).
+  // the same KV head, up to kQueriesPerItem of them (plan_attention() says how many).
   struct AttentionItem {
     int first_row;     // the run of the sequence's consecutive rows starts here
     int g;             // the KV head
@@ -145,7 +143,8 @@ struct CpuLlama::Scratch {
   // and the total cost.
   std::vector<double> attention_mid;
   double attention_total = 0.0;
-  // Fills attention_items, attention_mid and attention_total for a pass over rows[0, n).
+  // Fills attention_items, attention_mid and attention_total for a pass over rows[0, n) that
+  // `threads` threads share.
   void plan_attention(const RowSlot* rows, int n, const LlamaHParams& hp, int threads);
   std::vector<Buf> probs;  // per thread: attention scratch (cpu::attend_scratch_floats)
   std::vector<Buf> q16;    // per thread: the queries of one item, rounded to fp16
@@ -154,37 +153,59 @@ struct CpuLlama::Scratch {
 void CpuLlama::Scratch::plan_attention(const RowSlot* rows, int n, const LlamaHParams& hp,
                                        int threads) {
   const int group = hp.n_head / hp.n_head_kv;
-  // The attention's items: each run of consecutive rows of one sequence, per KV head, in groups
-  // of attention_item_size() queries that widen each K and V vector once (cpu::attend_fp16).
-  std::vector<int> run_starts, queries_per_head;  // runs of one sequence's consecutive rows
+  // The runs of one sequence's consecutive rows: each run's queries of one KV head go in items of
+  // s queries that widen each K and V vector once (cpu::attend_fp16).
+  std::vector<std::pair<int, int>> runs;  // [first row, end row)
   for (int r0 = 0, r1 = 0; r0 < n; r0 = r1) {
     for (r1 = r0 + 1; r1 < n && rows[r1].cache == rows[r0].cache; ++r1) {
     }
-    run_starts.push_back(r0);
-    for (int g = 0; g < hp.n_head_kv; ++g) queries_per_head.push_back((r1 - r0) * group);
+    runs.emplace_back(r0, r1);
   }
-  const int item_size = attention_item_size(queries_per_head, threads);
-  attention_items.clear();
-  attention_mid.clear();
-  attention_total = 0.0;
-  for (size_t r = 0; r < run_starts.size(); ++r) {
-    for (int g = 0; g < hp.n_head_kv; ++g) {
-      const int queries = queries_per_head[r * hp.n_head_kv + g];
-      for (int f = 0; f < queries; f += item_size) {
-        const AttentionItem item{run_starts[r], g, f, std::min(item_size, queries - f)};
-        // Cost in positions read: each query's length, plus half the longest for the widening
-        // the item's queries share (attention_item_size's model).
-        int sum = 0, longest = 0;
-        for (int j = item.first; j < item.first + item.count; ++j) {
-          const int len = rows[item.first_row + j / group].pos + 1;
-          sum += len;
-          longest = std::max(longest, len);
+  // Bigger items widen each vector for more queries; smaller ones split a short pass more evenly
+  // between the threads (a decode step of SmolLM2 has 3 queries per KV head: items of 3 give one
+  // thread 2 of the 3 items, items of 2 split 3 + 3 into 2 + 1 + 2 against 1 + 2 + 1). The plan
+  // takes the item size whose busiest thread, under the split my_weighted_slice makes, costs the
+  // least; ties go to the bigger items.
+  std::vector<AttentionItem> items;
+  std::vector<double> mid, cost;
+  double best_busiest = 0.0;
+  for (int s = kQueriesPerItem; s >= 1; --s) {
+    items.clear();
+    mid.clear();
+    cost.clear();
+    double total = 0.0;
+    for (const auto& [r0, r1] : runs) {
+      const int queries = (r1 - r0) * group;
+      for (int g = 0; g < hp.n_head_kv; ++g) {
+        for (int f = 0; f < queries; f += s) {
+          const AttentionItem item{r0, g, f, std::min(s, queries - f)};
+          int sum = 0, longest = 0;  // positions read
+          for (int j = item.first; j < item.first + item.count; ++j) {
+            const int len = rows[item.first_row + j / group].pos + 1;
+            sum += len;
+            longest = std::max(longest, len);
+          }
+          const double c = sum + kWideningCost * longest;
+          items.push_back(item);
+          mid.push_back(total + 0.5 * c);
+          cost.push_back(c);
+          total += c;
         }
-        const double cost = sum + 0.5 * longest;
-        attention_items.push_back(item);
-        attention_mid.push_back(attention_total + 0.5 * cost);
-        attention_total += cost;
       }
+    }
+    double busiest = 0.0;
+    for (int k = 0; k < threads; ++k) {
+      const int b = weighted_boundary(mid, total, k, threads);
+      const int e = weighted_boundary(mid, total, k + 1, threads);
+      double c = 0.0;
+      for (int i = b; i < e; ++i) c += cost[static_cast<size_t>(i)];
+      busiest = std::max(busiest, c);
+    }
+    if (s == kQueriesPerItem || busiest < best_busiest) {
+      best_busiest = busiest;
+      attention_items.swap(items);
+      attention_mid.swap(mid);
+      attention_total = total;
     }
   }
 }
@@ -348,7 +369,7 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
   if (S.rows < n) {
     S.rows = n;
     S.x.resize(static_cast<size_t>(n) * E);
-    S.xn.resize(static_cast<size_t>(n) * E);
+    S.out.resize(static_cast<size_t>(n) * E);
     S.qkv.resize(static_cast<size_t>(n) * qkv_w);
     S.att.resize(static_cast<size_t>(n) * q_dim);
     S.gate.resize(static_cast<size_t>(n) * F);
@@ -364,10 +385,16 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
   }
   S.q16.resize(static_cast<size_t>(threads_));
   for (auto& q : S.q16) q.resize(static_cast<size_t>(kQueriesPerItem) * hd);
-  // Sized here, outside the parallel region: inside it the threads only fill disjoint rows.
-  S.qa_embd.reset(n, E);
-  S.qa_att.reset(n, q_dim);
-  S.qa_ff.reset(n, F);
+  // Sized here, outside the parallel region: inside it the threads only fill their own buffers
+  // or disjoint rows of a shared one.
+  const bool private_acts = n <= kPrivateActRows && threads_ > 1;
+  S.acts.resize(static_cast<size_t>(private_acts ? threads_ : 1));
+  for (Scratch::Acts& a : S.acts) {
+    if (a.xn.size() < static_cast<size_t>(n) * E) a.xn.resize(static_cast<size_t>(n) * E);
+    a.embd.reset(n, E);
+    a.att.reset(n, q_dim);
+    a.ff.reset(n, F);
+  }
 
   // Layer l, KV head g: its keys (cpu::key_index layout) and its value rows.
   auto keys_at = [&](KvCache& kv, int l, int g) {
@@ -376,14 +403,21 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
   auto v_at = [&](KvCache& kv, int l, int g, int pos) {
     return kv.v.data() + ((static_cast<size_t>(l) * hp.n_head_kv + g) * kv.capacity + pos) * hd;
   };
+  // The rows this thread quantizes: all of them into its own buffers, or its share.
+  auto act_rows = [&]() { return private_acts ? Range{0, n} : my_slice(n); };
+  // After the threads quantized: with shared buffers, each must see the others' rows.
+  auto acts_ready = [&](cpu::SpinBarrier& barrier) {
+    if (!private_acts) barrier.arrive_and_wait();
+  };
   // Normalizes and quantizes this thread's token rows of `src` (width E) with weight `norm`.
-  auto norm_quantize = [&](const float* src, const float* norm, cpu::ActFormat format) {
-    const Range tr = my_slice(n);
+  auto norm_quantize = [&](Scratch::Acts& A, const float* src, const float* norm,
+                           cpu::ActFormat format) {
+    const Range tr = act_rows();
     for (int t = tr.begin; t < tr.end; ++t) {
       rmsnorm(src + static_cast<size_t>(t) * E, norm, hp.rms_eps, E,
-              S.xn.data() + static_cast<size_t>(t) * E);
+              A.xn.data() + static_cast<size_t>(t) * E);
     }
-    S.qa_embd.quantize_rows(S.xn.data(), E, tr.begin, tr.end, format);
+    A.embd.quantize_rows(A.xn.data(), E, tr.begin, tr.end, format);
   };
 
   // One parallel region for the whole pass; barriers separate the steps. They are our own
@@ -397,6 +431,7 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
     barrier.emplace(omp_get_num_threads());  // the team OpenMP gave; the single ends in a barrier
     {
       const int tid = omp_get_thread_num();
+      Scratch::Acts& A = S.acts[private_acts ? static_cast<size_t>(tid) : 0];
       // Token embeddings (exact: a Q8_0 row decodes without rounding).
       for (Range tr = my_slice(n); tr.begin < tr.end; ++tr.begin) {
         cpu::dequantize_matrix_row(w_.token_embd, tokens[tr.begin],
@@ -409,21 +444,21 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
         const LlamaLayer& L = w_.layers[l];
         const PackedLayer* P = packed ? &packed_layers_[static_cast<size_t>(l)] : nullptr;
         // ---- attention ----
-        norm_quantize(S.x.data(), L.attn_norm, shared_format({&L.wq, &L.wk, &L.wv}));
-        barrier->arrive_and_wait();
+        norm_quantize(A, S.x.data(), L.attn_norm, shared_format({&L.wq, &L.wk, &L.wv}));
+        acts_ready(*barrier);
         {  // q | k | v: one range of output rows per thread over the three matrices.
           const Range rr = my_slice(qkv_w, 16);
           const int q1 = q_dim, k1 = q_dim + kv_dim;
           if (rr.begin < q1) {
-            mm(L.wq, P ? &P->wq : nullptr, S.qa_embd, S.qkv.data(), qkv_w, rr.begin,
+            mm(L.wq, P ? &P->wq : nullptr, A.embd, S.qkv.data(), qkv_w, rr.begin,
                std::min(rr.end, q1));
           }
           if (rr.end > q1 && rr.begin < k1) {
-            mm(L.wk, P ? &P->wk : nullptr, S.qa_embd, S.qkv.data() + q1, qkv_w,
+            mm(L.wk, P ? &P->wk : nullptr, A.embd, S.qkv.data() + q1, qkv_w,
                std::max(rr.begin, q1) - q1, std::min(rr.end, k1) - q1);
           }
           if (rr.end > k1) {
-            mm(L.wv, P ? &P->wv : nullptr, S.qa_embd, S.qkv.data() + k1, qkv_w,
+            mm(L.wv, P ? &P->wv : nullptr, A.embd, S.qkv.data() + k1, qkv_w,
                std::max(rr.begin, k1) - k1, rr.end - k1);
           }
         }
@@ -474,28 +509,28 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
         }
         barrier->arrive_and_wait();
         {
-          const Range tr = my_slice(n);
-          S.qa_att.quantize_rows(S.att.data(), q_dim, tr.begin, tr.end,
-                                 cpu::act_format_for(L.wo.type));
+          const Range tr = act_rows();
+          A.att.quantize_rows(S.att.data(), q_dim, tr.begin, tr.end,
+                              cpu::act_format_for(L.wo.type));
         }
-        barrier->arrive_and_wait();
+        acts_ready(*barrier);
         {  // x += Wo . att; each thread adds the columns it computed.
           const Range rr = my_slice(E, 16);
-          mm(L.wo, P ? &P->wo : nullptr, S.qa_att, S.xn.data(), E, rr.begin, rr.end);
+          mm(L.wo, P ? &P->wo : nullptr, A.att, S.out.data(), E, rr.begin, rr.end);
           for (int t = 0; t < n; ++t) {
             float* x = S.x.data() + static_cast<size_t>(t) * E;
-            const float* o = S.xn.data() + static_cast<size_t>(t) * E;
+            const float* o = S.out.data() + static_cast<size_t>(t) * E;
             for (int c = rr.begin; c < rr.end; ++c) x[c] += o[c];
           }
         }
         barrier->arrive_and_wait();
         // ---- SwiGLU feed-forward ----
-        norm_quantize(S.x.data(), L.ffn_norm, shared_format({&L.w_gate, &L.w_up}));
-        barrier->arrive_and_wait();
+        norm_quantize(A, S.x.data(), L.ffn_norm, shared_format({&L.w_gate, &L.w_up}));
+        acts_ready(*barrier);
         {
           const Range rr = my_slice(F, 16);
-          mm(L.w_gate, P ? &P->w_gate : nullptr, S.qa_embd, S.gate.data(), F, rr.begin, rr.end);
-          mm(L.w_up, P ? &P->w_up : nullptr, S.qa_embd, S.up.data(), F, rr.begin, rr.end);
+          mm(L.w_gate, P ? &P->w_gate : nullptr, A.embd, S.gate.data(), F, rr.begin, rr.end);
+          mm(L.w_up, P ? &P->w_up : nullptr, A.embd, S.up.data(), F, rr.begin, rr.end);
           for (int t = 0; t < n; ++t) {
             float* g = S.gate.data() + static_cast<size_t>(t) * F;
             const float* u = S.up.data() + static_cast<size_t>(t) * F;
@@ -504,17 +539,17 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
         }
         barrier->arrive_and_wait();
         {
-          const Range tr = my_slice(n);
-          S.qa_ff.quantize_rows(S.gate.data(), F, tr.begin, tr.end,
-                                cpu::act_format_for(L.w_down.type));
+          const Range tr = act_rows();
+          A.ff.quantize_rows(S.gate.data(), F, tr.begin, tr.end,
+                             cpu::act_format_for(L.w_down.type));
         }
-        barrier->arrive_and_wait();
+        acts_ready(*barrier);
         {
           const Range rr = my_slice(E, 16);
-          mm(L.w_down, P ? &P->w_down : nullptr, S.qa_ff, S.xn.data(), E, rr.begin, rr.end);
+          mm(L.w_down, P ? &P->w_down : nullptr, A.ff, S.out.data(), E, rr.begin, rr.end);
           for (int t = 0; t < n; ++t) {
             float* x = S.x.data() + static_cast<size_t>(t) * E;
-            const float* o = S.xn.data() + static_cast<size_t>(t) * E;
+            const float* o = S.out.data() + static_cast<size_t>(t) * E;
             for (int c = rr.begin; c < rr.end; ++c) x[c] += o[c];
           }
         }
@@ -522,10 +557,10 @@ void CpuLlama::forward_rows(const Token* tokens, const RowSlot* rows, int n, flo
       }
       // ---- output (skipped when no one wants the logits: the same choice in every thread) ----
       if (logits != nullptr) {
-        norm_quantize(S.x.data(), w_.output_norm, cpu::act_format_for(w_.output.type));
-        barrier->arrive_and_wait();
+        norm_quantize(A, S.x.data(), w_.output_norm, cpu::act_format_for(w_.output.type));
+        acts_ready(*barrier);
         const Range rr = my_slice(hp.n_vocab, 16);
-        mm(w_.output, &packed_output_, S.qa_embd, logits, hp.n_vocab, rr.begin, rr.end);
+        mm(w_.output, &packed_output_, A.embd, logits, hp.n_vocab, rr.begin, rr.end);
       }
     }
   }
