@@ -206,8 +206,8 @@ class NGramPoolManager {
 
   // (lab 04) update(id, context), then the pool's lookup for up to `k` tokens. This `k` is the
   // engine's draft budget for the round (Drafter::propose's k), not max_matching_ngram_size.
-  // Throws std::invalid_argument naming k when k < 0, before anything is fed; otherwise as
-  // update() and lookup() do.
+  // Throws std::invalid_argument naming k and its value when k < 0, before anything is fed;
+  // otherwise as update() and lookup() do.
   std::vector<Token> propose(RequestId id, std::span<const Token> context, int k);
 
   // (lab 04) Ends a request; a private pool goes with it. An unknown id is ignored.
