@@ -185,7 +185,7 @@ class NGramStorage final : public NGramModel {
   // Records each of next_tokens after context at every level whose context fits in `context`.
   // Throws std::invalid_argument naming a negative id in the longest level's key (the last n-1
   // tokens of context, or all of a shorter one) or in next_tokens, even when no level's context
-  // fits, before any level records.
+  // fits, before any level records. The context's earlier tokens are not read, nor checked.
   void update(std::span<const Token> context, std::span<const Token> next_tokens) override;
   // Asks the levels from the longest context to the shortest (min_context) and returns the first
   // hit; context_length tells which level answered. A miss only when no level knows its context.

@@ -20,10 +20,11 @@ void OneLevelNGramStorage::seed(std::span<const Token> prompt) {
 void OneLevelNGramStorage::update(std::span<const Token> context,
                                   std::span<const Token> next_tokens) {
   // TODO(lab02): reject negative ids first, in the key (the last n-1 tokens of context, or all of a
-  // shorter context) and in next_tokens, whatever their lengths. A context shorter than n-1
-  // tokens, or an empty next_tokens, records nothing and creates no entry. Otherwise key = the last
-  // n-1 tokens of context. For each next token, in order: add one to table_[key].by_token[t], and
-  // make t the best only when its count is now strictly larger than best_count.
+  // shorter context) and in next_tokens, whatever their lengths; the tokens before the key are not
+  // checked. A context shorter than n-1 tokens, or an empty next_tokens, records nothing and
+  // creates no entry. Otherwise key = the last n-1 tokens of context. For each next token, in
+  // order: add one to table_[key].by_token[t], and make t the best only when its count is now
+  // strictly larger than best_count.
   (void)context, (void)next_tokens;
   todo("lab02", "OneLevelNGramStorage::update",
        "book/lab02_ngram_storage.md, section 'Counting: one level'");
@@ -51,7 +52,8 @@ void NGramStorage::seed(std::span<const Token> prompt) {
 
 void NGramStorage::update(std::span<const Token> context, std::span<const Token> next_tokens) {
   // TODO(lab02): record the observation at every level (each level uses its own context length).
-  // A negative id in the longest key or in next_tokens must throw before any level changes.
+  // A negative id in the longest key or in next_tokens must throw before any level changes; one
+  // before the longest key is no error.
   (void)context, (void)next_tokens;
   todo("lab02", "NGramStorage::update",
        "book/lab02_ngram_storage.md, section 'Backing off: many levels'");

@@ -227,6 +227,22 @@ TEST_SUITE("lab02 / Counting: one level") {
     see(twin, {1, 2}, 3);
     CHECK(state_text(s) == state_text(twin));
   }
+
+  TEST_CASE("a negative token id before the key is not read and the update records as usual") {
+    // n = 3: the key is the context's last 2 tokens. `twin` gets the same updates with the
+    // tokens before the key left out.
+    OneLevelNGramStorage s(3), twin(3);
+    INFO(
+        "update reads the key and next_tokens only: the context's earlier tokens are not read, "
+        "nor checked (the header's contract). Checking the whole context costs O(context) per "
+        "update, so recording a long reply token by token becomes quadratic");
+    CHECK_NOTHROW(s.update(V{-7, 1, 2}, V{3, 4}));
+    twin.update(V{1, 2}, V{3, 4});
+    CHECK_NOTHROW(s.update(V{-7, 5, 6, 1, 2}, V{3}));
+    twin.update(V{1, 2}, V{3});
+    CHECK(state_text(s) == state_text(twin));
+    CHECK(s.next_token(V{-7, 1, 2}) == Prediction{3, true, 2});
+  }
 }
 
 TEST_SUITE("lab02 / A miss is not a guess") {
@@ -370,6 +386,24 @@ TEST_SUITE("lab02 / Backing off: many levels") {
     see(s, {1, 2, 3}, 7);
     see(twin, {1, 2, 3}, 7);
     CHECK(state_text(s) == state_text(twin));
+  }
+
+  TEST_CASE("a negative token id before the longest key is not read and every level records") {
+    // n = 4: the longest key is the context's last 3 tokens, and it holds every shorter one.
+    // `twin` gets the same updates with the tokens before it left out.
+    NGramStorage s(4), twin(4);
+    feed_disagreeing_levels(s);
+    feed_disagreeing_levels(twin);
+    INFO(
+        "update reads the longest key and next_tokens only: the context's earlier tokens are not "
+        "read, nor checked (the header's contract). Checking the whole context costs O(context) "
+        "per update, so recording a long reply token by token becomes quadratic");
+    CHECK_NOTHROW(s.update(V{-7, 1, 2, 3}, V{5, 6}));
+    twin.update(V{1, 2, 3}, V{5, 6});
+    CHECK_NOTHROW(s.update(V{-7, 4, 4, 0, 2, 3}, V{5}));
+    twin.update(V{0, 2, 3}, V{5});
+    CHECK(state_text(s) == state_text(twin));
+    CHECK(s.next_token(V{-7, 1, 2, 3}) == Prediction{7, true, 3});
   }
 }
 
