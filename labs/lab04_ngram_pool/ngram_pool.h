@@ -114,7 +114,8 @@ class NGramPool {
   // whatever the length of `tokens`. Afterwards the pool holds the same values per key as
   // scan(tokens) would have added (possibly in a different age order). Throws
   // std::invalid_argument on empty `tokens`, and naming a negative id among the tokens it reads
-  // (the last k + v), before it inserts any pair.
+  // (the last k + v), before it inserts any pair. The tokens before those are not read, nor
+  // checked.
   void update(std::span<const Token> tokens);
   // --8<-- [end:update]
 

@@ -41,8 +41,8 @@ void NGramPool::scan(std::span<const Token> tokens) {
 // --8<-- [start:update]
 void NGramPool::update(std::span<const Token> tokens) {
   // TODO(lab04): tokens.back() is new. First check the ids of the tokens you read (the last
-  // k + v) for a negative one, as scan does. Then, for each n, insert only the pairs whose value
-  // ends at tokens.back(): at most v per key length, however long `tokens` is.
+  // k + v, and only those) for a negative one, as scan does. Then, for each n, insert only the
+  // pairs whose value ends at tokens.back(): at most v per key length, however long `tokens` is.
   (void)tokens;
   todo("lab04", "NGramPool::update", "book/lab04_ngram_pool.md, section 'The per-token update'");
 }

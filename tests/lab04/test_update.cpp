@@ -125,4 +125,21 @@ TEST_SUITE("lab04 / The per-token update") {
     scanned.scan(V{1, 2, 3, 4, 5, 6});
     CHECK(first_difference(contents(pool), contents(scanned)) == "none");
   }
+
+  TEST_CASE("a negative id before the last k + v tokens is no error: update never reads it") {
+    // k = 2, v = 3: update reads the last k + v = 5 tokens. `twin` gets the same updates with the
+    // tokens before those left out, so both insert the same pairs in the same order.
+    NGramPool pool(config(2, 3)), twin(config(2, 3));
+    pool.scan(V{1, 2, 3, 4, 5});
+    twin.scan(V{1, 2, 3, 4, 5});
+    INFO(
+        "update checks the ids it reads (the last k + v tokens), not the ones before them (the "
+        "header's contract): checking the whole context costs O(context) per token, so feeding "
+        "a long reply token by token becomes quadratic");
+    CHECK_NOTHROW(pool.update(V{-7, 1, 2, 3, 4, 5, 6}));
+    twin.update(V{1, 2, 3, 4, 5, 6});
+    CHECK_NOTHROW(pool.update(V{-7, 8, 1, 2, 3, 4, 5, 6, 7}));
+    twin.update(V{2, 3, 4, 5, 6, 7});
+    CHECK(state_text(pool) == state_text(twin));
+  }
 }
