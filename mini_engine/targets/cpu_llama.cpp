@@ -163,9 +163,9 @@ void CpuLlama::Scratch::plan_attention(const RowSlot* rows, int n, const LlamaHP
   }
   // Bigger items widen each vector for more queries; smaller ones split a short pass more evenly
   // between the threads (a decode step of SmolLM2 has 3 queries per KV head: items of 3 give one
-  // thread 2 of the 3 items, items of 2 split 3 + 3 into 2 + 1 + 2 against 1 + 2 + 1). The plan
-  // takes the item size whose busiest thread, under the split my_weighted_slice makes, costs the
-  // least; ties go to the bigger items.
+  // thread 2 of the 3 items, 6 of the 9 queries; items of 2 split them 2 + 1 + 2 against
+  // 1 + 2 + 1). The plan takes the item size whose busiest thread, under the split
+  // my_weighted_slice makes, costs the least; ties go to the bigger items.
   std::vector<AttentionItem> items;
   std::vector<double> mid, cost;
   double best_busiest = 0.0;
