@@ -40,6 +40,7 @@
 #include "bench_stream.h"
 #include "ngram_pool.h"
 #include "prompt_lookup.h"
+#include "scaling_workload.h"
 #include "suffix_automaton.h"
 
 namespace speclab::bench {
@@ -129,18 +130,6 @@ std::string length_label(std::size_t l) {
   return l % 1024 == 0 ? std::to_string(l / 1024) + "k" : std::to_string(l);
 }
 
-struct Sizes {
-  std::vector<std::size_t> lengths;
-  std::size_t steps;
-  std::size_t batch;
-  int rounds;
-};
-
-// The stream of round `round`: the ingested context and the tokens drafted for, L + steps in all.
-std::vector<Token> round_stream(const Sizes& z, int round, std::size_t length, int vocab) {
-  return mixed_stream(42 + static_cast<std::uint64_t>(round), length + z.steps, vocab);
-}
-
 // Times every method on the stream drawn with `vocab`; prints one row per method. Returns the
 // medians (microseconds per token), method by method, length by length.
 std::vector<std::vector<double>> time_methods(const Sizes& z, int vocab, std::size_t& sink) {
@@ -179,37 +168,17 @@ std::vector<std::vector<double>> time_methods(const Sizes& z, int vocab, std::si
 
 // What the automaton does per token on the stream drawn with `vocab`, at each length: how
 // often it proposes, how often its match is a single token (a chance repeat), and how many
-// states it adds.
+// states it adds (scaling_workload.h).
 void print_workload(const Sizes& z, int vocab) {
-  std::vector<double> proposing, single, states;
-  for (std::size_t length : z.lengths) {
-    std::size_t p = 0, one = 0, added = 0;
-    for (int r = 0; r < z.rounds; ++r) {
-      const std::vector<Token> s = round_stream(z, r, length, vocab);
-      SuffixAutomaton sa;
-      for (std::size_t i = 0; i < length; ++i) sa.extend(s[i]);
-      const int before = sa.num_states();
-      for (std::size_t i = length; i < s.size(); ++i) {
-        const SuffixMatch m = sa.longest_match();
-        p += m.length >= 1 ? 1 : 0;
-        one += m.length == 1 ? 1 : 0;
-        sa.extend(s[i]);
-      }
-      added += static_cast<std::size_t>(sa.num_states() - before);
-    }
-    const auto n = static_cast<double>(z.steps) * z.rounds;
-    proposing.push_back(static_cast<double>(p) / n);
-    single.push_back(static_cast<double>(one) / n);
-    states.push_back(static_cast<double>(added) / n);
-  }
+  const AutomatonWorkload w = automaton_workload(z, vocab);
   const auto row = [](const char* name, const std::vector<double>& v, const char* fmt) {
     std::printf("%-30s", name);
     for (double x : v) std::printf(fmt, x);
     std::printf("\n");
   };
-  row("  steps that propose", proposing, " %10.2f");
-  row("  ... from a 1-token match", single, " %10.2f");
-  row("  states added per token", states, " %10.2f");
+  row("  steps that propose", w.proposing, " %10.2f");
+  row("  ... from a 1-token match", w.single, " %10.2f");
+  row("  states added per token", w.states, " %10.2f");
 }
 
 }  // namespace
@@ -229,10 +198,9 @@ int run(int argc, char** argv) {
       return 2;
     }
   }
-  const Sizes z =
-      smoke ? Sizes{{256, 1024}, 64, 16, 1} : Sizes{{1024, 8192, 32768, 131072}, 256, 32, 8};
-  const int vocab = 32000;
-  const int unique_vocab = 1 << 30;  // fresh tokens practically never repeat by chance
+  const Sizes z = scaling_sizes(smoke);
+  const int vocab = kScalingVocab;
+  const int unique_vocab = kUniqueVocab;  // fresh tokens practically never repeat by chance
 
   std::printf(
       "Drafter cost per generated token (propose k=%d + take in the token), median of %d rounds "
@@ -281,10 +249,7 @@ int run(int argc, char** argv) {
   std::vector<double> floors;
   std::vector<std::size_t> sizes;
   for (std::size_t length : z.lengths) {
-    speclab::SuffixAutomaton sa;
-    const std::vector<speclab::Token> s = mixed_stream(42, length, vocab);
-    for (speclab::Token t : s) sa.extend(t);
-    sizes.push_back(sa.memory_bytes());
+    sizes.push_back(automaton_bytes(length, vocab));
     floors.push_back(load_latency_ns(sizes.back()));
   }
   std::printf("%-30s", "suffix automaton size");

@@ -60,6 +60,18 @@ inline V periodic_stream(std::uint64_t seed, int length, int period) {
   return s;
 }
 
+// Runs 0, 00, 000, ... each closed by a 1, until the stream holds at least `length` tokens: the
+// suffix-link path of the whole stream grows as long as the current run, so a walk that climbs
+// it whole on every token reads about sqrt(length) transitions per token.
+inline V runs_stream(int length) {
+  V s;
+  for (int run = 1; static_cast<int>(s.size()) < length; ++run) {
+    s.insert(s.end(), static_cast<std::size_t>(run), 0);
+    s.push_back(1);
+  }
+  return s;
+}
+
 // Fresh random tokens from a large alphabet interleaved with copies of earlier stretches of
 // random lengths (1..40): repetition at mixed lengths, as in edited code or quoted text.
 inline V mixed_stream(std::uint64_t seed, int length) {
