@@ -1,13 +1,16 @@
 #pragma once
-// Shared by the lab 06 tests: the toy cost models, acceptance profiles and the measured curve.
+// Shared by the lab 06 tests and by the figures the chapter quotes (tests/book/figures_lab06.cpp):
+// the toy cost models, acceptance profiles, the batched decode and the measured curve.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "economics.h"
+#include "mini_engine/spec/batch_loop.h"
 #include "mini_engine/spec/cost_curve.h"
 #include "mini_engine/spec/loop.h"
 #include "mini_engine/targets/toy_batch_target.h"
@@ -66,6 +69,40 @@ inline std::vector<Token> prompt_for(const ToyTargetConfig& cfg, int i, int len 
   std::vector<Token> p = ToyTarget(cfg).make_prompt(len + i);
   p.erase(p.begin(), p.begin() + i);
   return p;
+}
+
+// One batched decode on the simulated clock (book/lab06_economics.md, "Speculating in a
+// batch"; tests/book/figures_lab06.cpp quotes it): its decode-phase throughput and each request's
+// tokens.
+struct Outcome {
+  double tokens_per_second = 0.0;
+  std::vector<std::vector<Token>> tokens;
+};
+
+// Decodes b requests (prompt_for(cfg, 0..b-1), 64 new tokens each) in lock-step with prompt
+// lookup (n-gram size n; n = 0: no drafter) and a fixed k, on a ToyBatchTarget priced by `cost`.
+inline Outcome decode_batch(const ToyTargetConfig& cfg, const ToyCostModel& cost, int b, int n,
+                            int k) {
+  ToyBatchTarget target(cfg, cost);
+  std::vector<std::unique_ptr<PromptLookupDrafter>> drafters;
+  std::vector<BatchRequest> reqs(static_cast<size_t>(b));
+  for (int i = 0; i < b; ++i) {
+    reqs[i].prompt = prompt_for(cfg, i);
+    reqs[i].config.max_new_tokens = 64;
+    reqs[i].config.k = k;
+    if (n > 0 && k > 0) {
+      drafters.push_back(std::make_unique<PromptLookupDrafter>(n));
+      reqs[i].drafter = drafters.back().get();
+    }
+  }
+  BatchDecodeConfig bc;
+  bc.clock = &target.clock();
+  const auto res = run_speculative_batch(target, reqs, greedy_verify_rule(), bc);
+  Outcome o;
+  // Throughput of the decode phase: the prefill is the same with or without speculation.
+  o.tokens_per_second = static_cast<double>(res.stats.emitted) / res.stats.verify_seconds;
+  for (const auto& r : res.requests) o.tokens.push_back(r.tokens);
+  return o;
 }
 
 // Prompt lookup with n-gram size n on `cfg`, k = 8 drafts per round, several prompts: the

@@ -12,40 +12,6 @@
 
 using namespace speclab;
 
-namespace {
-
-struct Outcome {
-  double tokens_per_second = 0.0;
-  std::vector<std::vector<Token>> tokens;
-};
-
-// Decodes b requests in lock-step with prompt lookup (n-gram size n; n = 0: no drafter) and a
-// fixed k, and returns the simulated throughput.
-Outcome decode(const ToyTargetConfig& cfg, const ToyCostModel& cost, int b, int n, int k) {
-  ToyBatchTarget target(cfg, cost);
-  std::vector<std::unique_ptr<PromptLookupDrafter>> drafters;
-  std::vector<BatchRequest> reqs(static_cast<size_t>(b));
-  for (int i = 0; i < b; ++i) {
-    reqs[i].prompt = lab06::prompt_for(cfg, i);
-    reqs[i].config.max_new_tokens = 64;
-    reqs[i].config.k = k;
-    if (n > 0 && k > 0) {
-      drafters.push_back(std::make_unique<PromptLookupDrafter>(n));
-      reqs[i].drafter = drafters.back().get();
-    }
-  }
-  BatchDecodeConfig bc;
-  bc.clock = &target.clock();
-  const auto res = run_speculative_batch(target, reqs, greedy_verify_rule(), bc);
-  Outcome o;
-  // Throughput of the decode phase: the prefill is the same with or without speculation.
-  o.tokens_per_second = static_cast<double>(res.stats.emitted) / res.stats.verify_seconds;
-  for (const auto& r : res.requests) o.tokens.push_back(r.tokens);
-  return o;
-}
-
-}  // namespace
-
 TEST_SUITE("lab06 / Speculating in a batch") {
   TEST_CASE("on the simulated clock the policy never loses 5 percent and keeps up with AUTO") {
     INFO(
@@ -63,9 +29,9 @@ TEST_SUITE("lab06 / Speculating in a batch") {
           const SpeculationPlan plan = plan_speculation(curve, b, drafters, 8);
           const int plan_n = plan.k == 0 ? 0 : (plan.drafter == 0 ? 3 : 5);
           const AutoChoice a = trtllm_auto(b);
-          const Outcome plain = decode(cfg, cost, b, 0, 0);
-          const Outcome ours = decode(cfg, cost, b, plan_n, plan.k);
-          const Outcome theirs = decode(cfg, cost, b, a.n, a.k);
+          const lab06::Outcome plain = lab06::decode_batch(cfg, cost, b, 0, 0);
+          const lab06::Outcome ours = lab06::decode_batch(cfg, cost, b, plan_n, plan.k);
+          const lab06::Outcome theirs = lab06::decode_batch(cfg, cost, b, a.n, a.k);
           INFO(std::string(easy ? "periodic" : "markov"), " ", model, " b=", b, ": tokens/s plain ",
                plain.tokens_per_second, ", policy (n=", plan_n, " k=", plan.k, ") ",
                ours.tokens_per_second, ", AUTO (n=", a.n, " k=", a.k, ") ",
