@@ -75,6 +75,30 @@ TEST_SUITE("lab04 / The per-token update") {
     CHECK(first_other == -1);
   }
 
+  TEST_CASE("when t8 arrives after the 8-token scan, five pairs per key length end at it") {
+    // The chapter's example ('The per-token update'): k = 3, v = 5, t0..t7 = 10..17 scanned, then
+    // t8 = 18 arrives. For n = 1 the pool receives t3 -> t4..t8, t4 -> t5..t8, t5 -> t6 t7 t8,
+    // t6 -> t7 t8 and the new t7 -> t8; likewise five pairs for n = 2 and five for n = 3.
+    NGramPool pool(config(3, 5));
+    const V tokens = {10, 11, 12, 13, 14, 15, 16, 17, 18};
+    pool.scan(std::span<const Token>(tokens).first(8));
+    const auto before = pool.stats().pair_updates;
+    pool.update(tokens);
+    INFO("see the chapter, 'The per-token update': when t8 arrives, k * v = 15 pairs");
+    CHECK(pool.stats().pair_updates - before == 15);
+    CHECK(pool.values(V{13}) == Values{{14, 15, 16, 17, 18}});
+    CHECK(pool.values(V{14}) == Values{{15, 16, 17, 18}});
+    CHECK(pool.values(V{15}) == Values{{16, 17, 18}});
+    CHECK(pool.values(V{16}) == Values{{17, 18}});
+    CHECK(pool.values(V{17}) == Values{{18}});
+    CHECK(pool.values(V{12, 13}) == Values{{14, 15, 16, 17, 18}});
+    CHECK(pool.values(V{16, 17}) == Values{{18}});
+    CHECK(pool.values(V{11, 12, 13}) == Values{{14, 15, 16, 17, 18}});
+    CHECK(pool.values(V{15, 16, 17}) == Values{{18}});
+    INFO("t2's value was already v = 5 tokens long (t3..t7): it does not grow");
+    CHECK(pool.values(V{12}) == Values{{13, 14, 15, 16, 17}});
+  }
+
   TEST_CASE("token-by-token updates hold the same values as one scan") {
     for (bool keep_all : {true, false}) {
       for (std::uint64_t seed = 0; seed < 6; ++seed) {
