@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "enrichment_workload.h"
 #include "mini_engine/spec/loop.h"
 #include "mini_engine/targets/toy_target.h"
 #include "nasd.h"
@@ -368,28 +369,20 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
   }
 
   TEST_CASE("memory grows with filler_top_k exactly as the target's top-k predicts") {
-    // Workload: ToyTarget markov (vocab 64, branching 4, seed 3), prompt 12, 150 greedy tokens,
-    // k = 4, NASD n = 3, min_context 1. Greedy output is the same for every filler_top_k, so the
-    // storage must hold exactly: every k-gram of the prompt, plus at each emitted position the
-    // emitted token and the target's top-k there, at context lengths 1 and 2. Each row has at
-    // most 4 possible tokens, so memory stops growing at filler_top_k = 4.
-    ToyTargetConfig cfg;
-    cfg.regime = ToyRegime::markov;
-    cfg.seed = 3;
-    cfg.vocab_size = 64;
-    cfg.branching = 4;
-    ToyTarget target(cfg);
-    const V prompt = target.make_prompt(12);
+    // Workload (enrichment_workload.h): ToyTarget markov (vocab 64, branching 4, seed 3), prompt
+    // 12, 150 greedy tokens, k = 4, NASD n = 3, min_context 1. Greedy output is the same for
+    // every filler_top_k, so the storage must hold exactly: every k-gram of the prompt, plus at
+    // each emitted position the emitted token and the target's top-k there, at context lengths 1
+    // and 2. Each row has at most 4 possible tokens, so memory stops growing at filler_top_k = 4.
+    // The chapter's test table quotes the sizes (tests/book/figures_lab03.cpp checks them).
+    ToyTarget target = lab03_testing::memory_target();
     std::vector<std::int64_t> sizes;
     for (int k = 1; k <= 6; ++k) {
-      DecodeConfig dc;
-      dc.max_new_tokens = 150;
-      dc.k = 4;
-      NasdDrafter drafter({.n = 3, .min_context = 1, .filler_top_k = k});
       // Lab 01's greedy rule (the reference's), so that this case tests record_round alone.
-      const auto res = run_speculative(target, drafter, greedy_verify_rule(), prompt, dc);
+      const lab03_testing::MemoryRun run = lab03_testing::memory_run(target, k);
+      const V& prompt = run.prompt;
       V text = prompt;
-      text.insert(text.end(), res.tokens.begin(), res.tokens.end());
+      text.insert(text.end(), run.tokens.begin(), run.tokens.end());
       std::set<std::tuple<int, V, Token>> expect;  // (context length, context, next token)
       for (int c = 1; c <= 2; ++c) {
         for (std::size_t p = static_cast<std::size_t>(c); p < text.size(); ++p) {
@@ -405,8 +398,8 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
         }
       }
       INFO("filler_top_k=", k);
-      CHECK(drafter.storage().size() == static_cast<std::int64_t>(expect.size()));
-      sizes.push_back(drafter.storage().size());
+      CHECK(run.entries == static_cast<std::int64_t>(expect.size()));
+      sizes.push_back(run.entries);
     }
     std::printf("storage entries for filler_top_k 1..6: %lld %lld %lld %lld %lld %lld\n",
                 static_cast<long long>(sizes[0]), static_cast<long long>(sizes[1]),
@@ -420,33 +413,17 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
   }
 
   TEST_CASE("enrichment raises tokens per run over filler_top_k 1 on noisy periodic text") {
-    // Workload: ToyTarget periodic (vocab 64, period 16, noise 0.2), seeds 0..19, prompt 16,
-    // 300 tokens sampled at temperature 1.0, k = 4, NASD n = 3, min_context 1.
-    // Reference numbers (tokens per run = mean acceptance length):
+    // Workload (enrichment_workload.h): ToyTarget periodic (vocab 64, period 16, noise 0.2),
+    // seeds 0..19, prompt 16, 300 tokens sampled at temperature 1.0, k = 4, NASD n = 3,
+    // min_context 1. Reference numbers (tokens per run = mean acceptance length; the chapter's
+    // table and test table quote them):
     //   filler_top_k = 1: 1.889     filler_top_k = 3: 1.985
     // The output is identical for both (sampled verification is lossless, same seeds), so the
     // difference is only in what the drafter guessed.
-    double emitted[2] = {0, 0}, runs[2] = {0, 0};
-    for (std::uint64_t seed = 0; seed < 20; ++seed) {
-      ToyTargetConfig cfg;
-      cfg.regime = ToyRegime::periodic;
-      cfg.seed = seed;
-      cfg.vocab_size = 64;
-      cfg.noise = 0.2;
-      ToyTarget target(cfg);
-      const V prompt = target.make_prompt(16);
-      DecodeConfig dc;
-      dc.max_new_tokens = 300;
-      dc.k = 4;
-      dc.sampling = SamplingParams{1.0, seed, 0};
-      for (int i = 0; i < 2; ++i) {
-        NasdDrafter drafter({.n = 3, .min_context = 1, .filler_top_k = i == 0 ? 1 : 3});
-        const auto res = run_speculative(target, drafter, sampled_verify_rule(), prompt, dc);
-        emitted[i] += static_cast<double>(res.stats.emitted);
-        runs[i] += static_cast<double>(res.stats.target_runs);
-      }
-    }
-    const double al1 = emitted[0] / runs[0], al3 = emitted[1] / runs[1];
+    const lab03_testing::Totals top1 = lab03_testing::periodic_enrichment(1);
+    const lab03_testing::Totals top3 = lab03_testing::periodic_enrichment(3);
+    const double emitted[2] = {top1.emitted, top3.emitted};
+    const double al1 = top1.tokens_per_run(), al3 = top3.tokens_per_run();
     std::printf("tokens per run: filler_top_k 1 -> %.3f, filler_top_k 3 -> %.3f\n", al1, al3);
     INFO("decoded with sampled_verify_rule(): pass the 'Verifying under sampling' tests first");
     CHECK(emitted[0] == emitted[1]);

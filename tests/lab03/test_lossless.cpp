@@ -16,8 +16,15 @@
 #include "mini_engine/targets/toy_target.h"
 #include "nasd.h"
 #include "prompt_lookup.h"
+#include "statistical_workload.h"
 
 using namespace speclab;
+using speclab::lab03_testing::kK;
+using speclab::lab03_testing::kM;
+using speclab::lab03_testing::kRuns;
+using speclab::lab03_testing::kTemperature;
+using speclab::lab03_testing::sample_first_tokens;
+using speclab::lab03_testing::stat_target;
 using speclab::testing::Dist;
 using speclab::testing::Seq;
 
@@ -33,28 +40,9 @@ ToyTarget make_target(ToyRegime regime, std::uint64_t seed) {
   return ToyTarget(cfg);
 }
 
-// Runs speculative decoding with sampled verification `runs` times (sampling seeds
-// 0 .. runs-1) and counts the first m tokens.
-std::map<Seq, std::int64_t> sample_first_tokens(
-    ToyTarget& target, const Seq& prompt, int m, int k, double temperature, int runs,
-    const std::function<std::unique_ptr<Drafter>()>& make) {
-  std::map<Seq, std::int64_t> counts;
-  DecodeConfig dc;
-  dc.max_new_tokens = m;
-  dc.k = k;
-  dc.sampling.temperature = temperature;
-  for (int s = 0; s < runs; ++s) {
-    dc.sampling.seed = static_cast<std::uint64_t>(s);
-    const auto drafter = make();
-    const auto res = run_speculative(target, *drafter, sampled_verify_rule(), prompt, dc);
-    ++counts[res.tokens];
-  }
-  return counts;
-}
-
-// Workload for both statistical tests: ToyTarget markov (vocab 64, branching 3, noise 0.3,
-// seed 11), temperature 1.0, k = 4, the first M = 3 emitted tokens, N = 10000 runs with sampling
-// seeds 0..9999. Fixed seeds: the outcome is deterministic.
+// Workload for both statistical tests (statistical_workload.h): ToyTarget markov (vocab 64,
+// branching 3, noise 0.3, seed 11), temperature 1.0, k = 4, the first M = 3 emitted tokens,
+// N = 10000 runs with sampling seeds 0..9999. Fixed seeds: the outcome is deterministic.
 //
 // Pass rule, stated before looking at any data:
 //   * Pearson chi-square against the exact plain-sampling distribution (computed from
@@ -65,20 +53,8 @@ std::map<Seq, std::int64_t> sample_first_tokens(
 // The fresh-draw rule's distribution, also computed exactly below for the oracle drafter, lies
 // TV = 0.240 away from plain sampling: eight times the limit. Its measured empirical TV is 0.241
 // (0.004 from its own exact distribution) and its chi-square p-value underflows to 0.
-constexpr int kM = 3;
-constexpr int kK = 4;
-constexpr int kRuns = 10000;
-constexpr double kTemperature = 1.0;
 constexpr double kMaxTv = 0.03;
 constexpr double kMinP = 1e-6;
-
-ToyTarget stat_target() {
-  ToyTargetConfig cfg;
-  cfg.regime = ToyRegime::markov;
-  cfg.seed = 11;
-  cfg.vocab_size = 64;
-  return ToyTarget(cfg);
-}
 
 }  // namespace
 
