@@ -173,9 +173,18 @@ function(speclab_add_lab lab)
       $<TARGET_PROPERTY:${dep}_solution,INTERFACE_INCLUDE_DIRECTORIES>)
   endforeach()
 
-  set(impls solution starter)
+  set(impls solution starter stub)
   set(src_solution ${PROJECT_SOURCE_DIR}/solutions/${L_DIR}/solution.cpp)
   set(src_starter ${api_dir}/starter.cpp)
+  # The stub: the starter with every todo(...) replaced by a default return (tools/make_stub.py),
+  # what a student hands in who wrote nothing; no case may pass on it (the test below).
+  set(src_stub ${CMAKE_CURRENT_BINARY_DIR}/stubs/${lab}.cpp)
+  add_custom_command(OUTPUT ${src_stub}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/stubs
+    COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/make_stub.py ${src_starter} ${src_stub}
+    DEPENDS ${src_starter} ${PROJECT_SOURCE_DIR}/tools/make_stub.py
+    COMMENT "Stub ${lab}"
+    VERBATIM)
   foreach(m IN LISTS L_MUTANTS)
     list(APPEND impls mutant_${m})
     set(mutant_file ${PROJECT_SOURCE_DIR}/tests/mutants/${lab}/${m}.mutant)
@@ -258,6 +267,13 @@ function(speclab_add_lab lab)
             --timeout ${L_TIMEOUT} --mem-mb ${SPECLAB_CASE_MEMORY_MB})
   set_tests_properties("starters: ${lab} fails every case with a TODO message" PROPERTIES
     LABELS starters FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600)
+
+  # A stub that only returns defaults must pass no case: a case it passes gives points for no work.
+  add_test(NAME "starters: ${lab} gives no case to a stub that only returns defaults"
+    COMMAND ${SPECLAB_TESTRUN} stub-check --build-dir ${PROJECT_BINARY_DIR} --lab ${lab}
+            --timeout ${L_TIMEOUT} --mem-mb ${SPECLAB_CASE_MEMORY_MB})
+  set_tests_properties("starters: ${lab} gives no case to a stub that only returns defaults"
+    PROPERTIES LABELS starters FIXTURES_REQUIRED speclab_aux_built TIMEOUT 600)
 
   # Each mutant must fail at least one case.
   foreach(m IN LISTS L_MUTANTS)

@@ -9,6 +9,7 @@ crashes, loops forever or allocates without bound fails alone, with a message th
   testrun.py lab-build --build-dir B --lab labNN
   testrun.py mutant --build-dir B --lab labNN --mutant NAME
   testrun.py starter-check --build-dir B --lab labNN
+  testrun.py stub-check --build-dir B --lab labNN
   testrun.py mutant-report --build-dir B [--clear]
   testrun.py skip-report --build-dir B
 
@@ -475,6 +476,37 @@ def cmd_starter_check(a):
     return 0
 
 
+def cmd_stub_check(a):
+    """No case passes on the lab's stub (tools/make_stub.py: every TODO returns a default)."""
+    exe = lab_exe(a.build_dir, a.lab, "stub")
+    passed, skipped = [], []
+    cases = read_cases(a.build_dir, a.lab)
+    for case in cases:
+        status, out = run_case(exe, case, timeout=a.timeout, mem_mb=a.mem_mb)
+        if status == "missing":
+            print(f"ERROR: {exe} is missing or stale; build the project first.")
+            return 1
+        if status == "nostart":
+            print(out.strip().splitlines()[-1])
+            return 1
+        if status == "skipped":
+            skipped.append(case)
+        elif status == "passed":
+            passed.append(case)
+    for case in skipped:
+        print(f"  skipped, not checked: {case}")
+    if passed:
+        print(f"{len(passed)} of {len(cases)} {a.lab} cases pass on a stub whose every TODO only "
+              "returns a default (tools/make_stub.py), so they give points for no work. Make "
+              "each one also require the student's code to do its job:")
+        for case in passed:
+            print(f"  {case}")
+        return 1
+    print(f"none of the {len(cases) - len(skipped)} {a.lab} cases that ran passes on the stub "
+          f"({len(skipped)} skipped)")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -521,6 +553,9 @@ def main():
     sp = sub.add_parser("starter-check")
     common(sp)
     sp.set_defaults(fn=cmd_starter_check)
+    sp = sub.add_parser("stub-check")
+    common(sp)
+    sp.set_defaults(fn=cmd_stub_check)
     for name, fn in (("mutant-report", cmd_mutant_report), ("skip-report", cmd_skip_report)):
         sp = sub.add_parser(name)
         sp.add_argument("--build-dir", required=True)
@@ -535,11 +570,12 @@ def main():
               "(no CMakeCache.txt)", file=sys.stderr)
         return 2
     # A mutant's --lab may name a group of mutants that is not a lab (cuda-host).
-    if a.cmd in ("lab-build", "lab-case", "starter-check") and a.lab not in known_labs():
+    if a.cmd in ("lab-build", "lab-case", "starter-check", "stub-check") and \
+            a.lab not in known_labs():
         print(f"There is no lab '{a.lab}' in this course; the labs are "
               f"{', '.join(known_labs())}.")
         return 2
-    if a.cmd in ("mutant", "starter-check"):
+    if a.cmd in ("mutant", "starter-check", "stub-check"):
         a.timeout = min(a.timeout, 10.0)
     return a.fn(a)
 
