@@ -117,6 +117,10 @@ TEST_SUITE("lab04 / The initial scan") {
     pool.scan(V{7});
     CHECK(pool.num_keys() == 0);
     CHECK(pool.stats().pair_updates == 0);
+    INFO("two tokens are enough for one pair: 7 -> 8");
+    pool.scan(V{7, 8});
+    CHECK(pool.values(V{7}) == Values{{8}});
+    CHECK(pool.stats().pair_updates == 1);
   }
 
   TEST_CASE("a scan with a negative token id throws before it adds any pair") {
