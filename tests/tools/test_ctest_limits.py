@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Every test that runs lab cases through tools/testrun.py gives them the lab's own limits.
 
-The lab's cases (lab-case), its starter check (starter-check) and its mutants (mutant) must run
-each case under the same --timeout and --mem-mb, the ones the build was configured with
-(SPECLAB_CASE_TIMEOUT, SPECLAB_CASE_MEMORY_MB, a lab's TIMEOUT): otherwise an instructor's limits
-would not reach them, and in an AddressSanitizer build (no memory limit) the starter checks would
-crash under testrun.py's default 2 GiB. Reads `ctest --show-only=json-v1` of the build given as
-the first argument, without disturbing the ctest run it is part of. Standard library only.
+The lab's cases (lab-case), its starter and stub checks (starter-check, stub-check) and its
+mutants (mutant) must run each case under the same --timeout and --mem-mb, the ones the build was
+configured with (SPECLAB_CASE_TIMEOUT, SPECLAB_CASE_MEMORY_MB, a lab's TIMEOUT): otherwise an
+instructor's limits would not reach them, and in an AddressSanitizer build (no memory limit) the
+starter checks would crash under testrun.py's default 2 GiB. Reads `ctest --show-only=json-v1` of
+the build given as the first argument, without disturbing the ctest run it is part of. Standard
+library only.
 """
 import json
 import os
@@ -15,7 +16,7 @@ import tempfile
 import sys
 from collections import defaultdict
 
-CHECKED = ("lab-case", "starter-check", "mutant")
+CHECKED = ("lab-case", "starter-check", "stub-check", "mutant")
 
 
 def option(cmd, name):
@@ -61,7 +62,7 @@ def main(build_dir):
         problems.append("no lab cases found: the check would prove nothing")
     for lab in labs:
         want = limits[lab]["lab-case"]
-        for sub in ("starter-check", "mutant"):
+        for sub in ("starter-check", "stub-check", "mutant"):
             if sub in limits[lab] and limits[lab][sub] != want:
                 problems.append(f"{lab}: {sub} runs with {sorted(limits[lab][sub])}, "
                                 f"its cases with {sorted(want)}")
