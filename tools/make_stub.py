@@ -2,7 +2,7 @@
 """Writes a lab's "do-nothing" stub: its starter with every todo(...) call replaced by the
 function's default return, so that it compiles and runs but does none of the lab's work.
 
-  make_stub.py STARTER OUT
+  make_stub.py STARTER OUT      (OUT's folder is made if it does not exist)
 
 In a function that returns a value the call becomes `return {};` (an empty vector, a zero, a
 default-constructed result); in a void function, a constructor or a destructor it is removed; in
@@ -19,6 +19,7 @@ silently test nothing.
 Exit status: 0 when OUT was written, 1 when the starter cannot be turned into a stub (the reason
 is printed), 2 on bad usage.
 """
+import os
 import re
 import sys
 
@@ -113,8 +114,13 @@ def main(argv):
     except ValueError as e:
         print(f"make_stub.py: {starter}: {e}", file=sys.stderr)
         return 1
-    with open(dest, "w", encoding="utf-8") as f:
-        f.write(stub)
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
+        with open(dest, "w", encoding="utf-8") as f:
+            f.write(stub)
+    except OSError as e:
+        print(f"make_stub.py: cannot write {dest}: {e.strerror}", file=sys.stderr)
+        return 1
     return 0
 
 

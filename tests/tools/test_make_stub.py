@@ -135,6 +135,17 @@ def main():
                        capture_output=True, text=True)
     expect(p.returncode == 1 and "cannot read the starter" in p.stderr,
            "a starter that does not exist is named", p.stderr)
+    with tempfile.TemporaryDirectory(prefix="speclab-stub-") as d:
+        src, out = Path(d) / "starter.cpp", Path(d) / "stub" / "labs" / "starter.cpp"
+        src.write_text(STARTER, encoding="utf-8")
+        p = subprocess.run([sys.executable, str(MAKE_STUB), str(src), str(out)],
+                           capture_output=True, text=True)
+        expect(p.returncode == 0 and out.is_file(), "OUT's folder is made when it is missing",
+               p.stderr)
+        p = subprocess.run([sys.executable, str(MAKE_STUB), str(src), str(src / "x.cpp")],
+                           capture_output=True, text=True)
+        expect(p.returncode == 1 and "cannot write" in p.stderr and "Traceback" not in p.stderr,
+               "an OUT that cannot be written is named", p.stderr)
 
     rc, out = stub_check({"first case": "fail", "second case": "fail"})
     expect(rc == 0 and "none of the 2 lab01 cases" in out, "no case passes: the check passes", out)
