@@ -27,13 +27,27 @@ inline std::string state_text(const SuffixAutomaton& sa) {
 struct TwinGeneration {
   std::vector<Token> prompt = {1, 2, 3, 1, 2};
   std::vector<Token> context = {1, 2, 3, 1, 2, 3, 1};
+  // What the refusal cases' drafters (min_match 2, or an enhancer with threshold 2) propose for
+  // `context` with k = 3: its longest match "1 2 3 1" first ended at index 3, and 2 3 1 followed.
+  std::vector<Token> draft = {2, 3, 1};
 
+  // Also requires that d's automaton holds the generation: an automaton that holds nothing would
+  // look kept whatever the refused calls did.
   template <class D>
   void start(D& d, D& twin) const {
     d.begin(prompt);
     twin.begin(prompt);
     d.observe(context, RoundRecord{});
     twin.observe(context, RoundRecord{});
+    {
+      INFO(
+          "the generation the refusals must keep, 1 2 3 1 2 3 1: extend must record it in "
+          "tokens() and longest_match() find 1 2 3 1 ending at index 3 (the cases of 'Extending "
+          "by one token' and 'The longest earlier match' come first)");
+      REQUIRE(std::vector<Token>(d.automaton().tokens().begin(), d.automaton().tokens().end()) ==
+              context);
+      REQUIRE(d.automaton().longest_match() == SuffixMatch{4, 3});
+    }
     REQUIRE(state_text(d.automaton()) == state_text(twin.automaton()));
   }
 };
@@ -43,7 +57,8 @@ struct TwinGeneration {
 // seen token differs, another text and a shorter one (the last three make sync_automaton
 // rebuild). Each call must throw std::invalid_argument "<who>::propose: token id -7 at position P
 // is negative" (::observe likewise) and leave d's automaton as the twin's; `after_each()` adds a
-// case's own checks. Then both must propose alike for a good context.
+// case's own checks. Then both must propose alike for a good context, 1 2 3 1 2 3 1 2: 3 1 2, what
+// followed the first 1 2 3 1 2 (d's min_match, or its threshold, must be at most 5).
 template <class D, class F>
 void check_refused_contexts(D& d, D& twin, const std::string& who, F after_each) {
   struct Refused {
@@ -69,8 +84,13 @@ void check_refused_contexts(D& d, D& twin, const std::string& who, F after_each)
     after_each();
   }
   const std::vector<Token> next = {1, 2, 3, 1, 2, 3, 1, 2};
-  CHECK(d.propose(next, 3) == twin.propose(next, 3));
+  const std::vector<Token> draft = d.propose(next, 3);
+  CHECK(draft == twin.propose(next, 3));
   CHECK(state_text(d.automaton()) == state_text(twin.automaton()));
+  INFO(
+      "after the refusals, a good context extends the kept automaton: 1 2 3 1 2 first ended at "
+      "index 4, so the draft is 3 1 2");
+  CHECK(draft == std::vector<Token>{3, 1, 2});
 }
 
 }  // namespace speclab::lab05_testing

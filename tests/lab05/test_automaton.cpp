@@ -83,6 +83,18 @@ TEST_SUITE("lab05 / Extending by one token") {
       SuffixAutomaton sa;
       for (Token t : s) sa.extend(t);
       const auto n = static_cast<int>(s.size());
+      {
+        // The bounds mean nothing for an automaton that holds nothing: the state of each prefix
+        // is a state of its own (len 0..n), one transition leads from each to the next.
+        INFO(
+            "extend must record the stream and build its automaton: n tokens in tokens(), at "
+            "least n + 1 states and n transitions, and the whole stream accepted ('Extending by "
+            "one token')");
+        REQUIRE(sa.size() == s.size());
+        CHECK(sa.num_states() >= n + 1);
+        CHECK(sa.num_transitions() >= static_cast<std::size_t>(n));
+        REQUIRE(sa.contains(s));
+      }
       INFO("the automaton is linear in the stream: each token adds at most two states");
       CHECK(sa.num_states() <= 2 * n - 1);  // the root included (n >= 2)
       CHECK(sa.num_transitions() <= static_cast<std::size_t>(3 * n - 4));
@@ -107,6 +119,13 @@ TEST_SUITE("lab05 / Extending by one token") {
            ". Each walk step reads one; both walks stop at the first state that fails their test "
            "(see 'Why extend is amortized O(1)')");
       CHECK(per_token <= 24.0);
+      // Reading no transitions is O(1) too: the automaton must also be there. (contains() reads
+      // transitions through next() as well, so it comes after the count.)
+      INFO("extend must record the stream and build its automaton: ", stream.size(),
+           " tokens in tokens(), at least one more state, and the whole stream accepted");
+      REQUIRE(sa.size() == stream.size());
+      CHECK(sa.num_states() >= static_cast<int>(stream.size()) + 1);
+      CHECK(sa.contains(stream));
     }
   }
 
@@ -196,8 +215,22 @@ TEST_SUITE("lab05 / The longest earlier match") {
       CHECK(sa.longest_match() == SuffixMatch{});
     }
     for (Token t : {4, 5, 6, 7}) sa.extend(t);
-    INFO("the suffix's own occurrence never counts: 4 5 6 7 repeats nothing");
-    CHECK(sa.longest_match() == SuffixMatch{});
+    {
+      INFO("extend must record the stream in tokens(): the stream 4 5 6 7 holds 4 tokens");
+      REQUIRE(sa.size() == 4);
+    }
+    {
+      INFO("the suffix's own occurrence never counts: 4 5 6 7 repeats nothing");
+      CHECK(sa.longest_match() == SuffixMatch{});
+    }
+    // {0, -1} must come from the automaton, not from a default answer: the first repeat matches.
+    INFO(
+        "4 5 6 7 then 5: '5' occurred before, ending at index 1, so the match is {length 1, end 1}"
+        "; then 6: '5 6' ending at 2 ('The longest earlier match')");
+    sa.extend(5);
+    CHECK(sa.longest_match() == SuffixMatch{1, 1});
+    sa.extend(6);
+    CHECK(sa.longest_match() == SuffixMatch{2, 2});
   }
 
   TEST_CASE("the match ends before the last token (the suffix's own end never counts)") {
