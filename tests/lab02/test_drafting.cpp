@@ -216,6 +216,17 @@ TEST_SUITE("lab02 / Learning from verified text") {
       }
       const V good = {1, 2, 3, 1, 2, 3};
       CHECK(d.propose(good, 4) == twin.propose(good, 4));
+      // A valid round after the refused ones is recorded as usual: 5 after (1 2), 6 after (2 5).
+      const V valid = {1, 2, 3, 1, 2, 5, 6};
+      RoundRecord ok;
+      ok.position = 5;
+      ok.emitted = {5, 6};
+      d.observe(valid, ok);
+      INFO(
+          "after the refusals, a valid round is recorded like any other: (2 5) -> 6 is known, "
+          "from the longest context (your update() records what observe() hands it)");
+      CHECK(d.storage().next_token(V{2, 5}) == speclab::Prediction{6, true, 2});
+      CHECK(d.propose(V{1, 2, 5}, 1) == V{6});
     }
   }
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <set>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -247,14 +248,23 @@ TEST_SUITE("lab02 / Counting: one level") {
 
 TEST_SUITE("lab02 / A miss is not a guess") {
   TEST_CASE("an empty storage knows nothing: known is false and no token is invented") {
-    const OneLevelNGramStorage one(3);
-    const NGramStorage multi(4);
-    INFO("a miss is exactly Prediction{} = {kNoToken, false, 0}; see 'A miss is not a guess'");
-    for (const V& ctx : {V{}, V{1}, V{1, 2}, V{1, 2, 3}}) {
-      INFO("context ", ctx);  // logged before the calls: a crash shows which context it was
-      CHECK(one.next_token(ctx) == Prediction{});
-      CHECK(multi.next_token(ctx) == Prediction{});
+    OneLevelNGramStorage one(3);
+    NGramStorage multi(4);
+    {
+      INFO("a miss is exactly Prediction{} = {kNoToken, false, 0}; see 'A miss is not a guess'");
+      for (const V& ctx : {V{}, V{1}, V{1, 2}, V{1, 2, 3}}) {
+        INFO("context ", ctx);  // logged before the calls: a crash shows which context it was
+        CHECK(one.next_token(ctx) == Prediction{});
+        CHECK(multi.next_token(ctx) == Prediction{});
+      }
     }
+    INFO(
+        "the same storages once seeded with 1 2 3 4 know (1 2) and (1 2 3): a miss must come from "
+        "an empty table, not from a next_token that never answers");
+    one.seed(V{1, 2, 3, 4});
+    multi.seed(V{1, 2, 3, 4});
+    CHECK(one.next_token(V{1, 2}) == Prediction{3, true, 2});
+    CHECK(multi.next_token(V{1, 2, 3}) == Prediction{4, true, 3});
   }
 
   TEST_CASE("an unseen context and a context shorter than n-1 are misses") {
@@ -344,14 +354,33 @@ TEST_SUITE("lab02 / Backing off: many levels") {
     }
     one.seed(std::span<const Token>(text).first(100));
     multi.seed(std::span<const Token>(text).first(100));
+    // What both must know, besides agreeing: the 2-token contexts and the (context, next) pairs
+    // the text so far holds.
+    std::set<V> contexts_seen;
+    std::set<V> triples_seen;
+    const auto record = [&](std::size_t i) {  // text[i] after text[i-2] text[i-1]
+      contexts_seen.insert(V{text[i - 2], text[i - 1]});
+      triples_seen.insert(V{text[i - 2], text[i - 1], text[i]});
+    };
+    for (std::size_t i = 2; i < 100; ++i) record(i);
     for (std::size_t i = 100; i < text.size(); ++i) {
       const std::span<const Token> before = std::span<const Token>(text).first(i);
       INFO("after ", i, " tokens, the last two ", text[i - 2], " ", text[i - 1]);
-      REQUIRE(multi.next_token(before) == one.next_token(before));
+      const Prediction p = multi.next_token(before);
+      REQUIRE(p == one.next_token(before));
+      {
+        INFO(
+            "the text so far holds this context, followed by something, exactly when it is known "
+            "(the seed and every update must be recorded)");
+        REQUIRE(p.known == contexts_seen.contains(V{text[i - 2], text[i - 1]}));
+      }
       one.update(before, V{text[i]});
       multi.update(before, V{text[i]});
+      record(i);
     }
     CHECK(multi.size() == one.size());
+    INFO("size() is the number of distinct (2-token context, next token) pairs in the text");
+    CHECK(one.size() == static_cast<std::int64_t>(triples_seen.size()));
   }
 
   TEST_CASE("invalid arguments are rejected with std::invalid_argument") {
