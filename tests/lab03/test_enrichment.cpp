@@ -298,6 +298,13 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
     d.observe(h.context, h.round);
     twin.observe(h.context, h.round);
     REQUIRE(state_text(d.storage()) == state_text(twin.storage()));
+    {
+      INFO(
+          "the running generation learned the hand round (observe calls your record_round): 5, "
+          "row 0's second best, after '3', and the correction 8 after '3 7'");
+      REQUIRE(d.storage().level(1).count(V{3}, 5) == 1);
+      REQUIRE(d.storage().next_token(V{3, 7}) == Prediction{8, true, 2});
+    }
     INFO(
         "a refused begin() keeps the generation that was running, its storage as it was: "
         "NasdDrafter::begin (nasd.h's glue) seeds a fresh storage and keeps it only once lab 02's "
@@ -307,6 +314,8 @@ TEST_SUITE("lab03 / Learning more per round: filler_top_k") {
     CHECK(state_text(d.storage()) == state_text(twin.storage()));
     CHECK(d.propose(V{2, 3, 7}, 4) == twin.propose(V{2, 3, 7}, 4));
     CHECK(d.propose(V{1, 2, 3}, 4) == twin.propose(V{1, 2, 3}, 4));
+    INFO("and it still drafts what the hand round taught it: (3 7) -> 8, then nothing after 7 8");
+    CHECK(d.propose(V{2, 3, 7}, 4) == V{8});
   }
 
   TEST_CASE("observe refuses a round with a negative token id and records none of it") {
