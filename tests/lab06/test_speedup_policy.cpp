@@ -93,6 +93,15 @@ TEST_SUITE("lab06 / Choosing k") {
       INFO("b=", b, ": with alpha = 0 every k > 0 only adds cost");
       CHECK(choose_k(c, b, geometric_profile(0.0, 8), 8) == 0);
     }
+    // The same curve with a first draft that is always accepted: the 0 above must come from the
+    // rates, not from a choose_k that never speculates.
+    const D first_sure = {1, 0, 0, 0, 0, 0, 0, 0};
+    for (int b : lab06::toy_batch_sizes()) {
+      const int want = lab06::ref_speedup(c, b, 1, first_sure) > 1.0 ? 1 : 0;
+      INFO("b=", b, ": with alpha = 1 0 0 0 0 0 0 0 every k >= 1 gives E = 2, so k = 1 wins ",
+           "wherever T(b, 1) < 2 T(b, 0), and 0 elsewhere; want k=", want);
+      CHECK(choose_k(c, b, first_sure, 8) == want);
+    }
   }
 
   TEST_CASE("ties go to the smaller k and break-even means do not speculate") {
@@ -181,10 +190,21 @@ TEST_SUITE("lab06 / Choosing k") {
       REQUIRE_MESSAGE(lab06::names_distinct(profiles),
                       "two profiles share a name: their 'chose k' lines could not be told apart");
       for (const auto& p : profiles) {
+        {
+          INFO(curve.source(), " ", p.name);
+          REQUIRE_MESSAGE(p.alpha.size() == 8,
+                          "acceptance_profile(stats, 8) returns 8 rates, one per draft position");
+        }
         for (int b : curve.batch_sizes()) {
           const int k = choose_k(curve, b, p.alpha, 8);
-          INFO(curve.source(), " ", p.name, " b=", b, " chose k=", k);
+          const double best = lab06::ref_best(curve, b, p.alpha, 8);
+          INFO(curve.source(), " ", p.name, " b=", b, " chose k=", k, " (the best k reaches x",
+               best, ")");
           REQUIRE(lab06::ref_speedup(curve, b, k, p.alpha) >= 0.95);  // the first loss says it
+          if (best >= 1.05) {
+            INFO("speculating pays here: never below 0.95x also means gaining where a k > 0 gains");
+            REQUIRE(lab06::ref_speedup(curve, b, k, p.alpha) > 1.0);
+          }
         }
       }
     }
