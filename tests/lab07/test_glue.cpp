@@ -184,8 +184,19 @@ TEST_SUITE("lab07 / The end of a turn") {
 TEST_SUITE("lab07 / How far to draft") {
   TEST_CASE("the controller starts at k_max") {
     DraftLengthController c(1, 6);
+    CHECK(c.next_k() == 6);
     c.observe(0, 0);
     CHECK(c.next_k() == 6);
+    {
+      INFO("it starts at k_max = 6: a fully accepted first round has no room to grow");
+      c.observe(6, 6);
+      CHECK(c.next_k() == 6);
+    }
+    INFO(
+        "and the first rejection leaves k_max: 6 drafted, 2 accepted gives accepted + 1 = 3 (your "
+        "observe() moves k; the constructor only sets the start)");
+    c.observe(6, 2);
+    CHECK(c.next_k() == 3);
   }
   TEST_CASE("a fully accepted round grows k by one up to k_max") {
     DraftLengthController c(1, 6);
