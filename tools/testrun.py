@@ -453,48 +453,55 @@ def cmd_mutant(a):
     return 0
 
 
-def cmd_starter_check(a):
-    exe = lab_exe(a.build_dir, a.lab, "starter")
-    bad, skipped = [], []
+def run_lab_cases(a, impl):
+    """Runs every case of the lab on its `impl` program (starter, stub) under the lab's limits.
+    Returns (the cases, [(case, status, output)] of those that did not skip, the skipped cases),
+    or None after saying why no case could run (a program missing or that cannot start)."""
+    exe = lab_exe(a.build_dir, a.lab, impl)
     cases = read_cases(a.build_dir, a.lab)
+    ran, skipped = [], []
     for case in cases:
         status, out = run_case(exe, case, timeout=a.timeout, mem_mb=a.mem_mb)
+        if status == "missing":
+            print(f"ERROR: {exe} is missing or stale; build the project first.")
+            return None
+        if status == "nostart":
+            print(out.strip().splitlines()[-1])
+            return None
         if status == "skipped":
             skipped.append(case)  # it skips before reaching the student's code (missing data)
-        elif status == "passed" or f"TODO({a.lab})" not in out:
-            bad.append((case, status))
+        else:
+            ran.append((case, status, out))
     for case in skipped:
         print(f"  skipped, not checked: {case}")
+    return cases, ran, skipped
+
+
+def cmd_starter_check(a):
+    runs = run_lab_cases(a, "starter")
+    if runs is None:
+        return 1
+    cases, ran, skipped = runs
+    bad = [(case, status) for case, status, out in ran
+           if status == "passed" or f"TODO({a.lab})" not in out]
     if bad:
         print(f"{len(bad)} of {len(cases)} {a.lab} cases do not fail with a TODO({a.lab}) "
               "message on the untouched starter:")
         for case, status in bad:
             print(f"  {case} ({status})")
         return 1
-    print(f"all {len(cases) - len(skipped)} {a.lab} cases that ran fail on the starter with a "
+    print(f"all {len(ran)} {a.lab} cases that ran fail on the starter with a "
           f"TODO({a.lab}) message ({len(skipped)} skipped)")
     return 0
 
 
 def cmd_stub_check(a):
     """No case passes on the lab's stub (tools/make_stub.py: every TODO returns a default)."""
-    exe = lab_exe(a.build_dir, a.lab, "stub")
-    passed, skipped = [], []
-    cases = read_cases(a.build_dir, a.lab)
-    for case in cases:
-        status, out = run_case(exe, case, timeout=a.timeout, mem_mb=a.mem_mb)
-        if status == "missing":
-            print(f"ERROR: {exe} is missing or stale; build the project first.")
-            return 1
-        if status == "nostart":
-            print(out.strip().splitlines()[-1])
-            return 1
-        if status == "skipped":
-            skipped.append(case)
-        elif status == "passed":
-            passed.append(case)
-    for case in skipped:
-        print(f"  skipped, not checked: {case}")
+    runs = run_lab_cases(a, "stub")
+    if runs is None:
+        return 1
+    cases, ran, skipped = runs
+    passed = [case for case, status, _ in ran if status == "passed"]
     if passed:
         print(f"{len(passed)} of {len(cases)} {a.lab} cases pass on a stub whose every TODO only "
               "returns a default (tools/make_stub.py), so they give points for no work. Make "
@@ -502,7 +509,7 @@ def cmd_stub_check(a):
         for case in passed:
             print(f"  {case}")
         return 1
-    print(f"none of the {len(cases) - len(skipped)} {a.lab} cases that ran passes on the stub "
+    print(f"none of the {len(ran)} {a.lab} cases that ran passes on the stub "
           f"({len(skipped)} skipped)")
     return 0
 
