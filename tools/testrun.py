@@ -496,20 +496,31 @@ def cmd_starter_check(a):
 
 
 def cmd_stub_check(a):
-    """No case passes on the lab's stub (tools/make_stub.py: every TODO returns a default)."""
+    """Every case fails on the lab's stub (tools/make_stub.py: every TODO returns a default), and
+    fails with a message: a check or an exception, not a crash or a hang."""
     runs = run_lab_cases(a, "stub")
     if runs is None:
         return 1
     cases, ran, skipped = runs
     passed = [case for case, status, _ in ran if status == "passed"]
+    unexplained = [(case, status) for case, status, _ in ran
+                   if status not in ("passed", "failed", "exception")]
     if passed:
         print(f"{len(passed)} of {len(cases)} {a.lab} cases pass on a stub whose every TODO only "
               "returns a default (tools/make_stub.py), so they give points for no work. Make "
               "each one also require the student's code to do its job:")
         for case in passed:
             print(f"  {case}")
+    if unexplained:
+        print(f"{len(unexplained)} of {len(cases)} {a.lab} cases do not fail a check on that stub "
+              "but crash, hang or exit: a student who returns a default sees a signal, not a "
+              "message. The test's own code indexes or dereferences what the student's code "
+              "returned; REQUIRE its size (or that it is not null) first:")
+        for case, status in unexplained:
+            print(f"  {case} ({status})")
+    if passed or unexplained:
         return 1
-    print(f"none of the {len(ran)} {a.lab} cases that ran passes on the stub "
+    print(f"all {len(ran)} {a.lab} cases that ran fail on the stub with a check or an exception "
           f"({len(skipped)} skipped)")
     return 0
 

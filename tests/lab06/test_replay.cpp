@@ -70,9 +70,14 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
     }
     const double p1 = 1.0 / (1.0 + std::exp(-2.0)), p05 = 1.0 / (1.0 + std::exp(-4.0));
     const D at1 = replay_reach(V{0, 0}, l, 1.0), at05 = replay_reach(V{0, 0}, l, 0.5);
+    const D other = replay_reach(V{1, 0}, l, 1.0);
+    INFO("replay_reach returns one reach per draft: two here");
+    REQUIRE(at1.size() == 2);
+    REQUIRE(at05.size() == 2);
+    REQUIRE(other.size() == 2);
     CHECK(at1[1] == doctest::Approx(p1 * p1));
     CHECK(at05[1] == doctest::Approx(p05 * p05));
-    CHECK(replay_reach(V{1, 0}, l, 1.0)[1] == doctest::Approx((1 - p1) * p1));
+    CHECK(other[1] == doctest::Approx((1 - p1) * p1));
     INFO(
         "a low temperature makes the scores large: 40 / 0.05 = 800, and e^800 overflows a double. "
         "softmax() subtracts the row's maximum first; a softmax of your own must too");
@@ -102,6 +107,8 @@ TEST_SUITE("lab06 / Replaying acceptance from probabilities") {
     CHECK(greedy.expected_tokens_per_run() == doctest::Approx(res.stats.tokens_per_run()));
     const D measured = acceptance_profile(res.stats, 5);
     const D replayed = greedy.profile(5);
+    REQUIRE_MESSAGE(measured.size() == 5, "acceptance_profile(stats, 5) returns 5 rates");
+    REQUIRE(replayed.size() == 5);
     for (int i = 0; i < 5; ++i) {
       INFO("alpha_", i + 1,
            ": the replay's rate (your replay_reach, summed by ReplayAccumulator) against "

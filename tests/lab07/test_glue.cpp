@@ -71,6 +71,10 @@ ChatDrafterConfig config(bool adaptive, int k_min, int k_max, Tokens stops = {2}
 }
 
 RoundRecord round_with(Tokens drafts, int accepted) {
+  // The rounds the cases script accept some of what propose() returned: a proposal shorter than
+  // the case expects fails here, with its size, rather than crashing the test.
+  REQUIRE_MESSAGE(static_cast<std::size_t>(accepted) <= drafts.size(), "the proposal ", drafts,
+                  " is too short for a round that accepts ", accepted, " of it");
   RoundRecord r;
   r.drafts = std::move(drafts);
   r.accepted = accepted;
@@ -377,7 +381,7 @@ TEST_SUITE("lab07 / How far to draft") {
     Tokens context = {1, 9};
     d.begin(context);
     const Tokens first = d.propose(context, 6);
-    CHECK(first.size() == 6u);
+    REQUIRE(first.size() == 6u);
     context.insert(context.end(), {40, 99});
     d.observe(context, round_with(first, 1));  // one of six accepted
     CHECK(d.controller().next_k() == 2);
@@ -421,6 +425,7 @@ TEST_SUITE("lab07 / How far to draft") {
                   "at k_max");
     INFO("k_max bounds the controller only: without adaptive_k a loop k of 8 > k_max asks for 8");
     CHECK(d.propose(context, 8).size() == 8u);
+    REQUIRE_MESSAGE(!calls->asked_k.empty(), "propose() never asked the inner drafter");
     CHECK(calls->asked_k.back() == 8);
   }
   TEST_CASE("each reply starts again from k_max") {

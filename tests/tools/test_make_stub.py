@@ -6,7 +6,8 @@ The stub is the starter with every todo(...) call replaced by the function's def
 compiles and does none of the lab's work, so a case that passes on it would give points for no
 work (the `starters` test of each lab). These checks pin what the replacement is for each kind
 of function, that a starter the tool cannot read is an error rather than a stub that tests
-nothing, and what stub-check reports, on a scratch build folder with a stand-in test program.
+nothing, and what stub-check reports (a case that passes on the stub, or that crashes on it
+instead of failing a check), on a scratch build folder with a stand-in test program.
 Standard library only.
 """
 import os
@@ -63,11 +64,14 @@ def make_stub(text):
         return p.returncode, out.read_text(encoding="utf-8") if out.exists() else "", p.stderr
 
 
-# A stand-in doctest program: the case named by --test-case= passes or fails as BEHAVIOUR says.
+# A stand-in doctest program: the case named by --test-case= passes, fails or crashes as BEHAVIOUR
+# says.
 PROGRAM = r'''#!/usr/bin/env python3
-import os, sys
+import os, signal, sys
 BEHAVIOUR = %r
 case = next(a for a in sys.argv if a.startswith("--test-case=")).split("=", 1)[1]
+if BEHAVIOUR[case] == "crash":
+    os.kill(os.getpid(), signal.SIGSEGV)
 ok = BEHAVIOUR[case] == "pass"
 token = os.environ["SPECLAB_CASE_TOKEN"]
 print(f"[doctest] test cases: 1 | {int(ok)} passed | {int(not ok)} failed | 0 skipped")
@@ -148,11 +152,16 @@ def main():
                "an OUT that cannot be written is named", p.stderr)
 
     rc, out = stub_check({"first case": "fail", "second case": "fail"})
-    expect(rc == 0 and "none of the 2 lab01 cases" in out, "no case passes: the check passes", out)
+    expect(rc == 0 and "all 2 lab01 cases that ran fail on the stub" in out,
+           "every case fails a check: the check passes", out)
     rc, out = stub_check({"first case": "fail", "second case": "pass"})
     expect(rc == 1 and "1 of 2 lab01 cases pass on a stub" in out and "  second case" in out
            and "  first case" not in out,
            "a case that passes on the stub fails the check, and is the one named", out)
+    rc, out = stub_check({"first case": "crash", "second case": "fail"})
+    expect(rc == 1 and "1 of 2 lab01 cases do not fail a check" in out
+           and "  first case (crashed)" in out and "  second case" not in out,
+           "a case that crashes on the stub fails the check, and is the one named", out)
 
     for f in failures:
         print(f)
