@@ -5,6 +5,7 @@ The submissions are generated, never stored as code:
   solution, wrapped.zip   the reference solution (a folder; a zip with everything in one folder)
   starter, tampered,      the untouched starter (from git HEAD); the same with test and build
   submitted.zip           files that would make every test pass; the zip tools/submit makes
+  stub                    the starter with every todo() returning a default (tools/make_stub.py)
   <name>                  tests/grader/planted/lab01/<name>.mutant applied to the solution:
                           throws, segfault, abort, loop, alloc, exits, no_compile
   mutant-<name>           tests/mutants/lab01/<name>.mutant applied to the solution
@@ -108,6 +109,12 @@ def make_submissions(root):
 
     starter = head_starter()
     subs.append(folder(root, "starter", {EDITABLE: starter}))
+    # The starter with every todo() replaced by a default return: it compiles and does nothing.
+    with open(os.path.join(gen, "starter.cpp"), "wb") as f:
+        f.write(starter)
+    subprocess.run([sys.executable, os.path.join(REPO, "tools", "make_stub.py"),
+                    os.path.join(gen, "starter.cpp"), os.path.join(gen, "stub.cpp")], check=True)
+    subs.append(folder(root, "stub", {EDITABLE: read(os.path.join(gen, "stub.cpp"))}))
     passing = (b'#include <doctest/doctest.h>\nTEST_CASE("everything passes") { CHECK(true); }\n')
     subs.append(folder(root, "tampered", {
         EDITABLE: starter,
